@@ -1,0 +1,116 @@
+import Foundation
+import Transport
+
+/// Supplies the `Authorization` header of Cloud Storage requests.
+///
+/// Providers cache what they fetch: `authorizationHeader()` is called before
+/// every request, so it must be cheap when a valid token is at hand.
+public protocol CredentialsProvider: Sendable {
+    /// The value of the `Authorization` header (`Bearer …`), or nil to send
+    /// the request anonymously (public buckets, emulators).
+    func authorizationHeader() async throws -> String?
+
+    /// Forgets any cached token. The storage layer calls this after a 401 so
+    /// that the next `authorizationHeader()` fetches a fresh one (the token
+    /// may have been revoked before its announced expiry).
+    func invalidate() async
+}
+
+extension CredentialsProvider {
+    /// Providers without a cache have nothing to forget.
+    public func invalidate() async {}
+}
+
+/// No credentials: requests go out without an `Authorization` header.
+public struct AnonymousCredentials: CredentialsProvider, CustomStringConvertible {
+    public init() {}
+    public func authorizationHeader() async throws -> String? { nil }
+    public var description: String { "AnonymousCredentials" }
+}
+
+/// Why credentials could not be obtained.
+///
+/// Messages name files, variables and endpoints so that a misconfiguration
+/// can be found, but never contain a key, a token or a signed assertion:
+/// errors end up in logs and on terminals.
+public enum CredentialsError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A key or token file could not be read (missing, unreadable).
+    case unreadableFile(path: String, reason: String)
+    /// A service-account key file was read but is not a usable key.
+    case invalidKeyFile(path: String, reason: String)
+    /// A token source (file, environment variable) yielded an empty token.
+    case emptyToken(source: String)
+    /// The environment variable that should hold a token is not set.
+    case missingEnvironmentVariable(String)
+    /// The token endpoint refused the request (bad signature, unknown key,
+    /// disabled account, no service account on the VM, ...): retrying the
+    /// same request will not help.
+    case refused(status: Int, message: String)
+    /// The token endpoint failed in another way (5xx after retries, or an
+    /// answer that is not a token).
+    case invalidTokenResponse(endpoint: String, status: Int, message: String)
+    /// The JWT could not be signed with the key.
+    case signingFailed(String)
+
+    public var description: String {
+        switch self {
+        case .unreadableFile(let path, let reason):
+            return "cannot read credentials file \(path): \(reason)"
+        case .invalidKeyFile(let path, let reason):
+            return "invalid service-account key file \(path): \(reason)"
+        case .emptyToken(let source):
+            return "the access token from \(source) is empty"
+        case .missingEnvironmentVariable(let name):
+            return "environment variable \(name) is not set"
+        case .refused(let status, let message):
+            return "token endpoint refused the credentials (HTTP \(status)): \(message)"
+        case .invalidTokenResponse(let endpoint, let status, let message):
+            return "unusable answer from token endpoint \(endpoint) (HTTP \(status)): \(message)"
+        case .signingFailed(let reason):
+            return "cannot sign the token request: \(reason)"
+        }
+    }
+}
+
+extension CredentialsError {
+    /// A short, secret-free reason for a file-reading failure: the OS's
+    /// message (Foundation's would repeat the path), never file content.
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? CocoaError, let underlying = error.underlying as? POSIXError {
+            return String(cString: strerror(underlying.code.rawValue))
+        }
+        if let error = error as? CocoaError {
+            switch error.code {
+            case .fileReadNoSuchFile: return "No such file or directory"
+            case .fileReadNoPermission: return "Permission denied"
+            default: break
+            }
+        }
+        return "\(type(of: error))"
+    }
+}
+
+/// Picks credentials the way Google's client libraries do, minus the
+/// network probing: explicit key file first, then a configured metadata
+/// server, else anonymous.
+public enum Credentials {
+    /// - `GOOGLE_APPLICATION_CREDENTIALS` names a service-account key file:
+    ///   `ServiceAccountCredentials` (a file of another `type` is an error,
+    ///   rather than a silent fall back to anonymous access).
+    /// - `GCE_METADATA_HOST` is set: `MetadataServerCredentials` on that host.
+    /// - Otherwise `AnonymousCredentials`. On Compute Engine without
+    ///   `GCE_METADATA_HOST`, construct `MetadataServerCredentials()`
+    ///   explicitly; probing 169.254.169.254 would stall elsewhere.
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment,
+        transport: HTTPTransport = .shared
+    ) throws(CredentialsError) -> any CredentialsProvider {
+        if let path = environment["GOOGLE_APPLICATION_CREDENTIALS"], !path.isEmpty {
+            return try ServiceAccountCredentials(keyFile: path, transport: transport)
+        }
+        if let host = environment["GCE_METADATA_HOST"], !host.isEmpty {
+            return MetadataServerCredentials(host: host, transport: transport)
+        }
+        return AnonymousCredentials()
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Transport
+
+/// The Cloud Storage JSON API calls StorageKit makes, in one place: URLs,
+/// authorization, and the translation of HTTP and transport failures into
+/// `StorageError`. Everything above it speaks references and metadata.
+struct ObjectAPI: Sendable {
+    let storage: Storage
+    let configuration: StorageConfiguration
+
+    init(storage: Storage) {
+        self.storage = storage
+        self.configuration = storage.configuration
+    }
+
+    var transport: HTTPTransport { configuration.transport }
+    var bucket: String { storage.bucket }
+
+    // MARK: URLs
+
+    private var base: String {
+        let s = configuration.endpoint.absoluteString
+        return s.hasSuffix("/") ? String(s.dropLast()) : s
+    }
+
+    /// Percent-encodes everything but RFC 3986 unreserved characters, so
+    /// that `/`, `#`, `?`, spaces and unicode survive as one path segment.
+    static func encode(_ component: String) -> String {
+        component.addingPercentEncoding(withAllowedCharacters: unreserved) ?? component
+    }
+
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    static func query(_ items: [(String, String?)]) -> String {
+        let parts = items.compactMap { key, value in value.map { "\(key)=\(encode($0))" } }
+        return parts.isEmpty ? "" : "?" + parts.joined(separator: "&")
+    }
+
+    func bucketURL() -> String { "\(base)/storage/v1/b/\(Self.encode(bucket))" }
+
+    func objectURL(_ name: String, _ query: [(String, String?)] = []) -> String {
+        "\(bucketURL())/o/\(Self.encode(name))\(Self.query(query))"
+    }
+
+    func listURL(_ query: [(String, String?)]) -> String { "\(bucketURL())/o\(Self.query(query))" }
+
+    func uploadURL(_ query: [(String, String?)]) -> String {
+        "\(base)/upload/storage/v1/b/\(Self.encode(bucket))/o\(Self.query(query))"
+    }
+
+    func rewriteURL(from source: String, to destination: String, _ query: [(String, String?)]) -> String {
+        "\(bucketURL())/o/\(Self.encode(source))/rewriteTo/b/\(Self.encode(bucket))/o/\(Self.encode(destination))\(Self.query(query))"
+    }
+
+    // MARK: sending
+
+    /// Sends with authorization; a 401 invalidates the cached token and is
+    /// tried once more with a fresh one. Non-2xx answers throw the mapped
+    /// `StorageError` unless `accepting` lists the status.
+    func send(
+        _ request: HTTPRequest, object: String?, accepting: Set<Int> = [],
+        sink: ResponseBodySink? = nil
+    ) async throws(StorageError) -> HTTPResponse {
+        var refreshed = false
+        while true {
+            var authorized = request
+            do {
+                if let header = try await configuration.credentials.authorizationHeader() {
+                    authorized.headers["Authorization"] = header
+                }
+            } catch {
+                throw StorageError.unauthenticated(String(describing: error))
+            }
+            let response: HTTPResponse
+            do {
+                if let sink {
+                    response = try await transport.send(authorized, sink: sink)
+                } else {
+                    response = try await transport.send(authorized)
+                }
+            } catch {
+                throw Self.map(error)
+            }
+            if response.status == 401 && !refreshed {
+                refreshed = true
+                await configuration.credentials.invalidate()
+                continue
+            }
+            if response.isSuccess || accepting.contains(response.status) { return response }
+            throw StorageError.from(response: response, bucket: bucket, object: object)
+        }
+    }
+
+    /// A transport failure that survived the retry budget.
+    static func map(_ error: any Error) -> StorageError {
+        switch error {
+        case let e as StorageError: return e
+        case TransportError.cancelled: return .cancelled
+        case let e as TransportError: return .retryLimitExceeded(e.description)
+        default:
+            if error is CancellationError { return .cancelled }
+            return .unknown(message: String(describing: error), response: nil)
+        }
+    }
+
+    /// Decodes a JSON object body.
+    static func json(_ response: HTTPResponse) throws(StorageError) -> [String: Any] {
+        guard let object = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] else {
+            throw StorageError.unknown(
+                message: "the server's answer is not a JSON object",
+                response: ServerResponse(response))
+        }
+        return object
+    }
+
+    static func jsonBody(_ object: [String: Any]) -> Data {
+        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+import Transport
+
+/// The Firebase Storage error codes (`StorageErrorCode` in the SDK), with
+/// the SDK's raw values, so code written against Firebase can compare them.
+public enum StorageErrorCode: Int, Sendable, CaseIterable {
+    case unknown = -13000
+    case objectNotFound = -13010
+    case bucketNotFound = -13011
+    case projectNotFound = -13012
+    case quotaExceeded = -13013
+    case unauthenticated = -13020
+    case unauthorized = -13021
+    case retryLimitExceeded = -13030
+    case nonMatchingChecksum = -13031
+    case downloadSizeExceeded = -13032
+    case cancelled = -13040
+    case invalidArgument = -13050
+    /// Not in Firebase (which has no preconditions): a generation or
+    /// metageneration precondition did not hold (HTTP 412).
+    case preconditionFailed = -13060
+}
+
+/// What the server answered, kept for diagnosis: the status, the message of
+/// its JSON error (`{"error":{"code":…,"message":…}}`) when there is one,
+/// and the start of the body. Response headers are not kept, so nothing
+/// credential-like can leak through an error.
+public struct ServerResponse: Sendable, Equatable, CustomStringConvertible {
+    public let status: Int
+    /// `error.message` of a JSON error body.
+    public let message: String?
+    /// `error.errors[0].reason` of a JSON error body (e.g. "notFound").
+    public let reason: String?
+    /// The body as text, cut at `maxBodyText` characters.
+    public let bodyText: String
+
+    static let maxBodyText = 2048
+
+    public init(status: Int, message: String? = nil, reason: String? = nil, bodyText: String = "") {
+        self.status = status
+        self.message = message
+        self.reason = reason
+        self.bodyText = bodyText
+    }
+
+    public init(_ response: HTTPResponse) {
+        var message: String?
+        var reason: String?
+        if let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
+           let error = json["error"] as? [String: Any] {
+            message = error["message"] as? String
+            reason = (error["errors"] as? [[String: Any]])?.first?["reason"] as? String
+        } else if let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] {
+            // OAuth-style errors: {"error": "invalid_grant", "error_description": "…"}
+            message = (json["error_description"] as? String) ?? (json["error"] as? String)
+        }
+        let text = String(decoding: response.body.prefix(Self.maxBodyText * 4), as: UTF8.self)
+        self.init(
+            status: response.status, message: message, reason: reason,
+            bodyText: String(text.prefix(Self.maxBodyText)))
+    }
+
+    /// The most useful single line: the JSON message, else the body, else
+    /// the status.
+    public var summary: String {
+        if let message, !message.isEmpty { return message }
+        let trimmed = bodyText.trimmingCharacters(in: .whitespacesAndNewlines)
+        if !trimmed.isEmpty { return String(trimmed.prefix(200)) }
+        return "HTTP \(status)"
+    }
+
+    public var description: String { "HTTP \(status): \(StorageError.redact(summary))" }
+}
+
+/// Errors of StorageKit, in the Firebase SDK's vocabulary. String payloads
+/// are human-readable and include the server's message where the error came
+/// from the server.
+public enum StorageError: Error, Sendable {
+    /// Anything else; `response` is the server's answer when there was one.
+    case unknown(message: String, response: ServerResponse?)
+    /// No object at the path (the payload is the object's path).
+    case objectNotFound(String)
+    /// No such bucket (the payload is the bucket's name).
+    case bucketNotFound(String)
+    /// Too many requests (HTTP 429) or a quota/rate limit (the server's message).
+    case quotaExceeded(String)
+    /// No credentials, or the server refused them (HTTP 401).
+    case unauthenticated(String)
+    /// The credentials may not do this (HTTP 403).
+    case unauthorized(String)
+    /// A transient failure (connection, timeout, HTTP 408/5xx) survived all retries.
+    case retryLimitExceeded(String)
+    /// The downloaded bytes do not match the checksum the server announced.
+    case nonMatchingChecksum
+    /// The object is larger than the caller's limit.
+    case downloadSizeExceeded(total: Int64, maxSize: Int64)
+    /// The operation was cancelled by the caller.
+    case cancelled
+    /// A bad path, URL, argument or request (HTTP 400).
+    case invalidArgument(String)
+    /// A generation/metageneration precondition did not hold (HTTP 412):
+    /// the object changed underneath.
+    case preconditionFailed(String)
+
+    public var code: StorageErrorCode {
+        switch self {
+        case .unknown: return .unknown
+        case .objectNotFound: return .objectNotFound
+        case .bucketNotFound: return .bucketNotFound
+        case .quotaExceeded: return .quotaExceeded
+        case .unauthenticated: return .unauthenticated
+        case .unauthorized: return .unauthorized
+        case .retryLimitExceeded: return .retryLimitExceeded
+        case .nonMatchingChecksum: return .nonMatchingChecksum
+        case .downloadSizeExceeded: return .downloadSizeExceeded
+        case .cancelled: return .cancelled
+        case .invalidArgument: return .invalidArgument
+        case .preconditionFailed: return .preconditionFailed
+        }
+    }
+
+    /// The server's answer, for `.unknown` errors that came from it.
+    public var serverResponse: ServerResponse? {
+        if case .unknown(_, let response) = self { return response }
+        return nil
+    }
+
+    /// Maps a non-2xx answer of the JSON API. `object` is the object the
+    /// request addressed (nil for bucket-level requests such as list).
+    /// 408 and 5xx are reported as `retryLimitExceeded` because the
+    /// transport only hands them up once its retries are spent.
+    public static func from(response: HTTPResponse, bucket: String, object: String?) -> StorageError {
+        let server = ServerResponse(response)
+        let said = redact(server.summary)
+        switch response.status {
+        case 400:
+            return .invalidArgument(said)
+        case 401:
+            return .unauthenticated(said)
+        case 403:
+            if let reason = server.reason, quotaReasons.contains(reason) { return .quotaExceeded(said) }
+            return .unauthorized("\(target(bucket, object)): \(said)")
+        case 404:
+            guard let object, !mentionsMissingBucket(server) else { return .bucketNotFound(bucket) }
+            return .objectNotFound(object)
+        case 412:
+            return .preconditionFailed("\(target(bucket, object)): \(said)")
+        case 429:
+            return .quotaExceeded(said)
+        case 408, 500...599:
+            return .retryLimitExceeded("HTTP \(response.status): \(said)")
+        default:
+            return .unknown(message: "HTTP \(response.status): \(said)", response: server)
+        }
+    }
+
+    /// Reasons Cloud Storage gives with a 403 when a limit, not a
+    /// permission, is the problem.
+    private static let quotaReasons: Set<String> = [
+        "rateLimitExceeded", "userRateLimitExceeded", "quotaExceeded", "dailyLimitExceeded",
+    ]
+
+    /// "The specified bucket does not exist." (GCS) or a similar message:
+    /// an object request that failed because the bucket is missing.
+    private static func mentionsMissingBucket(_ server: ServerResponse) -> Bool {
+        guard let message = server.message?.lowercased() else { return false }
+        if message.hasPrefix("no such object") { return false }
+        return message.contains("bucket")
+            && (message.contains("not exist") || message.contains("not found") || message.contains("no such"))
+    }
+
+    private static func target(_ bucket: String, _ object: String?) -> String {
+        object.map { "gs://\(bucket)/\($0)" } ?? "gs://\(bucket)"
+    }
+
+    /// Removes anything that looks like a credential from text that may be
+    /// shown or logged: bearer tokens, `access_token=…` style parameters
+    /// and JSON fields, and the value of an Authorization header.
+    static func redact(_ text: String) -> String {
+        guard text.range(of: "bearer", options: .caseInsensitive) != nil
+            || text.range(of: "token", options: .caseInsensitive) != nil
+            || text.range(of: "authorization", options: .caseInsensitive) != nil
+            || text.range(of: "signature", options: .caseInsensitive) != nil
+        else { return text }
+        var result = text
+        for pattern in redactions {
+            result = result.replacingOccurrences(
+                of: pattern.pattern, with: pattern.template, options: [.regularExpression, .caseInsensitive])
+        }
+        return result
+    }
+
+    private static let redactions: [(pattern: String, template: String)] = [
+        (#"(authorization\s*[:=]\s*)[^\r\n,;]+"#, "$1<redacted>"),
+        (#"(bearer\s+)[A-Za-z0-9._~+/=-]+"#, "$1<redacted>"),
+        (#"((?:access_token|id_token|refresh_token|token|x-goog-signature|signature)["']?\s*[:=]\s*["']?)[^"'&\s,}]+"#, "$1<redacted>"),
+    ]
+}
+
+extension StorageError: CustomStringConvertible, LocalizedError, CustomNSError {
+    public var description: String {
+        switch self {
+        case .unknown(let message, _): return "unknown error: \(Self.redact(message))"
+        case .objectNotFound(let path): return "object \(path) does not exist"
+        case .bucketNotFound(let bucket): return "bucket \(bucket) does not exist"
+        case .quotaExceeded(let m): return "quota exceeded: \(Self.redact(m))"
+        case .unauthenticated(let m): return "not authenticated: \(Self.redact(m))"
+        case .unauthorized(let m): return "permission denied: \(Self.redact(m))"
+        case .retryLimitExceeded(let m): return "retry limit exceeded: \(Self.redact(m))"
+        case .nonMatchingChecksum: return "the downloaded data does not match the object's checksum"
+        case .downloadSizeExceeded(let total, let maxSize):
+            return "the object is \(total) bytes, more than the limit of \(maxSize) bytes"
+        case .cancelled: return "cancelled"
+        case .invalidArgument(let m): return "invalid argument: \(Self.redact(m))"
+        case .preconditionFailed(let m): return "precondition failed (changed by someone else): \(Self.redact(m))"
+        }
+    }
+
+    public var errorDescription: String? { description }
+
+    public static var errorDomain: String { "FIRStorageErrorDomain" }
+
+    /// The Firebase numeric code (`StorageErrorCode.rawValue`).
+    public var errorCode: Int { code.rawValue }
+
+    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: description] }
+}

@@ -1,0 +1,105 @@
+import Foundation
+
+/// One page (or, from `listAll`, all pages) of a listing with delimiter
+/// `/`: the prefixes ("directories") and items ("files") directly below
+/// the listed reference.
+///
+/// Names that cannot be references are left out, as in Firebase: an object
+/// whose name contains `//` or ends in `/` is never an item, and a prefix
+/// with an empty segment (`wrongPrefix//`) is never a prefix. In a bucket
+/// holding `correctPrefix/happyItem`, `wrongPrefix//sadItem` and
+/// `lonelyItem/`, the root lists the three prefixes and no items,
+/// `correctPrefix` lists one item, `wrongPrefix` and `lonelyItem` none.
+public struct StorageListResult: Sendable {
+    /// References to the prefixes below the listed reference (`a/b/` from
+    /// the server becomes the reference `a/b`).
+    public let prefixes: [StorageReference]
+    /// References to the objects directly below the listed reference.
+    public let items: [StorageReference]
+    /// The token for the next page; nil on the last page.
+    public let pageToken: String?
+    /// The metadata of each item, in the order of `items` (the listing
+    /// carries full object resources, so no extra request is needed).
+    public let itemMetadata: [StorageMetadata]
+    /// Names (`a/b/`, with the trailing slash) of the placeholder objects
+    /// the listing returned: those of listed prefixes (returned when the
+    /// request sets `includeTrailingDelimiter`) and that of the listed
+    /// reference itself. A prefix in this set is an explicit directory
+    /// (made by `mkdir`); one not in it only exists because objects lie below it.
+    public let placeholderPrefixes: Set<String>
+
+    public init(
+        prefixes: [StorageReference], items: [StorageReference], pageToken: String?,
+        itemMetadata: [StorageMetadata] = [], placeholderPrefixes: Set<String> = []
+    ) {
+        self.prefixes = prefixes
+        self.items = items
+        self.pageToken = pageToken
+        self.itemMetadata = itemMetadata
+        self.placeholderPrefixes = placeholderPrefixes
+    }
+
+    /// Parses a JSON API `objects.list` response (`prefixes`, `items`,
+    /// `nextPageToken`) for a listing of `listing` with delimiter `/`.
+    init(response: [String: Any], listing: StorageReference) throws(StorageError) {
+        let prefix = listing.path.listingPrefix
+        let root = listing.root()
+        var prefixes: [StorageReference] = []
+        var seenPrefixes: Set<String> = []
+        for name in response["prefixes"] as? [String] ?? [] {
+            guard Self.isDirectChild(name, of: prefix, isPrefix: true), seenPrefixes.insert(name).inserted
+            else { continue }
+            prefixes.append(root.child(String(name.dropLast())))
+        }
+        var items: [StorageReference] = []
+        var metadata: [StorageMetadata] = []
+        var placeholders: Set<String> = []
+        for resource in response["items"] as? [[String: Any]] ?? [] {
+            guard let name = resource["name"] as? String else { continue }
+            if name.hasSuffix("/") {
+                // A placeholder: of the listed reference itself, or of a
+                // listed prefix. Never an item.
+                if name == prefix || seenPrefixes.contains(name) { placeholders.insert(name) }
+                continue
+            }
+            guard Self.isDirectChild(name, of: prefix, isPrefix: false) else { continue }
+            items.append(root.child(name))
+            metadata.append(try StorageMetadata(resource: resource))
+        }
+        let token = response["nextPageToken"] as? String
+        self.init(
+            prefixes: prefixes, items: items, pageToken: token?.isEmpty == false ? token : nil,
+            itemMetadata: metadata, placeholderPrefixes: placeholders)
+    }
+
+    /// The pages of a listing as one result (for `listAll`): prefixes
+    /// without duplicates, items in order, no page token.
+    init(merging pages: [StorageListResult]) {
+        var prefixes: [StorageReference] = []
+        var seen: Set<String> = []
+        for page in pages {
+            for p in page.prefixes where seen.insert(p.fullPath).inserted { prefixes.append(p) }
+        }
+        self.init(
+            prefixes: prefixes, items: pages.flatMap(\.items), pageToken: nil,
+            itemMetadata: pages.flatMap(\.itemMetadata),
+            placeholderPrefixes: pages.reduce(into: Set()) { $0.formUnion($1.placeholderPrefixes) })
+    }
+
+    /// Whether the part of `name` below `prefix` is exactly one valid
+    /// segment (followed by the delimiter, for a prefix). This
+    /// drops names outside the listing (defensive: a server should not send
+    /// them), empty segments (`//`) and, for items, the delimiter itself.
+    static func isDirectChild(_ name: String, of prefix: String, isPrefix: Bool) -> Bool {
+        guard name.hasPrefix(prefix) else { return false }
+        var rest = name.dropFirst(prefix.count)
+        if isPrefix {
+            guard rest.hasSuffix("/") else { return false }
+            rest = rest.dropLast()
+        }
+        guard !rest.isEmpty, !rest.contains("/") else { return false }
+        // The whole name must hold no empty segment either (a listing of a
+        // prefix reached through a `//` name).
+        return !name.contains("//") && !name.hasPrefix("/")
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// A normalised object path inside a bucket: segments separated by single
+/// `/`, no leading or trailing slash; the root is the empty path.
+///
+/// Normalisation is the Firebase one: empty segments collapse, so
+/// `"foo///bar/"` is `"foo/bar"`. `.` and `..` are ordinary segments here
+/// (object names may contain them); the filesystem decides what to show.
+///
+/// Only the joined string is stored: `fullPath` is what nearly every caller
+/// needs (URLs, cache keys), and `name`/`parent` are cheap slices of it.
+struct StoragePath: Sendable, Hashable, CustomStringConvertible {
+    /// The segments joined by `/`; "" at the root.
+    let fullPath: String
+
+    /// The most bytes of UTF-8 an object name may have (Cloud Storage's limit).
+    static let maxObjectNameBytes = 1024
+
+    static let root = StoragePath(normalised: "")
+
+    init(_ string: String) {
+        self.init(normalised: Self.normalise(string))
+    }
+
+    private init(normalised: String) {
+        self.fullPath = normalised
+    }
+
+    /// An object name taken exactly as given, without normalisation: the
+    /// filesystem must reach objects Firebase paths cannot name, such as
+    /// the directory placeholder `dir/`.
+    init(verbatim name: String) {
+        self.fullPath = name
+    }
+
+    /// Joins the non-empty segments of `string` with single slashes.
+    static func normalise(_ string: String) -> String {
+        // Fast path: already normalised (the common case for names coming
+        // back from listings) needs no split and join.
+        if !string.hasPrefix("/"), !string.hasSuffix("/"), !string.contains("//") { return string }
+        return string.split(separator: "/", omittingEmptySubsequences: true).joined(separator: "/")
+    }
+
+    var isRoot: Bool { fullPath.isEmpty }
+
+    var segments: [Substring] { fullPath.split(separator: "/") }
+
+    /// The last segment; "" at the root.
+    var name: String {
+        guard let slash = fullPath.lastIndex(of: "/") else { return fullPath }
+        return String(fullPath[fullPath.index(after: slash)...])
+    }
+
+    /// One level up; nil at the root (a top-level path's parent is the root).
+    var parent: StoragePath? {
+        if isRoot { return nil }
+        guard let slash = fullPath.lastIndex(of: "/") else { return .root }
+        return StoragePath(normalised: String(fullPath[..<slash]))
+    }
+
+    /// `path` below this one; `path` may hold several segments.
+    func child(_ path: String) -> StoragePath {
+        let tail = Self.normalise(path)
+        if tail.isEmpty { return self }
+        if isRoot { return StoragePath(normalised: tail) }
+        return StoragePath(normalised: fullPath + "/" + tail)
+    }
+
+    /// Whether `other` is this path or lies below it.
+    func contains(_ other: StoragePath) -> Bool {
+        if isRoot || other == self { return true }
+        return other.fullPath.hasPrefix(fullPath + "/")
+    }
+
+    /// The prefix that lists this path's children: "" at the root, else
+    /// `fullPath + "/"`.
+    var listingPrefix: String { isRoot ? "" : fullPath + "/" }
+
+    /// Checks the Cloud Storage object name rules before a request is made:
+    /// 1–1024 bytes of UTF-8, no carriage return or line feed. The root is
+    /// not an object, so nothing can be uploaded to, read from or deleted
+    /// at it.
+    func validateForObject() throws(StorageError) {
+        if isRoot {
+            throw StorageError.invalidArgument("the root reference is not an object; use a child reference")
+        }
+        let bytes = fullPath.utf8.count
+        if bytes > Self.maxObjectNameBytes {
+            throw StorageError.invalidArgument(
+                "object path is \(bytes) bytes of UTF-8; the limit is \(Self.maxObjectNameBytes)")
+        }
+        // Scan the bytes, not Characters: "\r\n" is one Character (a
+        // grapheme cluster) and would not compare equal to "\n".
+        if fullPath.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
+            throw StorageError.invalidArgument("object path must not contain a carriage return or line feed")
+        }
+    }
+
+    var description: String { fullPath }
+}

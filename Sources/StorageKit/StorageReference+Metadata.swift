@@ -1,0 +1,126 @@
+import Foundation
+import Transport
+
+/// Metadata, listing, deletion and server-side copy.
+extension StorageReference {
+    var api: ObjectAPI { ObjectAPI(storage: storage) }
+
+    /// The object's metadata.
+    public func getMetadata() async throws -> StorageMetadata {
+        try path.validateForObject()
+        let response = try await api.send(
+            HTTPRequest(method: .get, url: api.objectURL(fullPath), isIdempotent: true), object: fullPath)
+        return try StorageMetadata(resource: ObjectAPI.json(response))
+    }
+
+    /// Changes only the properties set on `metadata`; a property set to nil
+    /// is deleted, and so is a custom key removed with
+    /// `removeCustomMetadata(forKey:)`. Returns the metadata now stored.
+    public func updateMetadata(_ metadata: StorageMetadata) async throws -> StorageMetadata {
+        try await updateMetadata(metadata, ifMetagenerationMatch: nil)
+    }
+
+    /// `updateMetadata(_:)` that applies only while the object's
+    /// metageneration is still `ifMetagenerationMatch` (else
+    /// `StorageError.preconditionFailed`). The precondition also makes the
+    /// request safe to retry.
+    public func updateMetadata(
+        _ metadata: StorageMetadata, ifMetagenerationMatch: Int64?
+    ) async throws -> StorageMetadata {
+        try path.validateForObject()
+        let url = api.objectURL(fullPath, [("ifMetagenerationMatch", ifMetagenerationMatch.map(String.init))])
+        let request = HTTPRequest(
+            method: .patch, url: url, headers: ["Content-Type": "application/json; charset=UTF-8"],
+            body: .bytes(ObjectAPI.jsonBody(metadata.patchJSON())),
+            isIdempotent: ifMetagenerationMatch != nil)
+        let response = try await api.send(request, object: fullPath)
+        return try StorageMetadata(resource: ObjectAPI.json(response))
+    }
+
+    /// Deletes the object.
+    public func delete() async throws {
+        try await delete(ifGenerationMatch: nil)
+    }
+
+    /// Deletes the object if its generation is still `ifGenerationMatch`.
+    public func delete(ifGenerationMatch: Int64?) async throws {
+        try path.validateForObject()
+        let url = api.objectURL(fullPath, [("ifGenerationMatch", ifGenerationMatch.map(String.init))])
+        _ = try await api.send(
+            HTTPRequest(method: .delete, url: url, isIdempotent: ifGenerationMatch != nil), object: fullPath)
+    }
+
+    /// One page of at most `maxResults` (1–1000) prefixes and items below
+    /// this reference, delimited by `/`.
+    public func list(maxResults: Int64) async throws -> StorageListResult {
+        try await listPage(maxResults: maxResults, pageToken: nil)
+    }
+
+    /// The page after the one that returned `pageToken`.
+    public func list(maxResults: Int64, pageToken: String) async throws -> StorageListResult {
+        try await listPage(maxResults: maxResults, pageToken: pageToken)
+    }
+
+    /// Every prefix and item below this reference, following all pages.
+    public func listAll() async throws -> StorageListResult {
+        var pages: [StorageListResult] = []
+        var token: String?
+        repeat {
+            let page = try await listPage(maxResults: 1000, pageToken: token)
+            pages.append(page)
+            token = page.pageToken
+        } while token != nil
+        return StorageListResult(merging: pages)
+    }
+
+    /// A page of the listing. `includeTrailingDelimiter` also asks for the
+    /// `dir/` placeholder objects, so explicit directories can be told from
+    /// implicit prefixes.
+    public func listPage(
+        maxResults: Int64, pageToken: String?, includeTrailingDelimiter: Bool = true
+    ) async throws -> StorageListResult {
+        guard (1...1000).contains(maxResults) else {
+            throw StorageError.invalidArgument("maxResults must be between 1 and 1000, not \(maxResults)")
+        }
+        let prefix = path.isRoot ? nil : fullPath + "/"
+        let url = api.listURL([
+            ("prefix", prefix), ("delimiter", "/"), ("maxResults", String(maxResults)),
+            ("pageToken", pageToken), ("includeTrailingDelimiter", includeTrailingDelimiter ? "true" : nil),
+        ])
+        let response = try await api.send(HTTPRequest(method: .get, url: url, isIdempotent: true), object: nil)
+        return try StorageListResult(response: ObjectAPI.json(response), listing: self)
+    }
+
+    /// Server-side copy of this object to `destination` in the same bucket
+    /// (the JSON API's rewrite, looping on its rewriteToken until done).
+    /// Content type and custom metadata travel with the object.
+    /// `ifGenerationMatch` guards the destination (0: only if absent),
+    /// `ifSourceGenerationMatch` the source.
+    @discardableResult
+    public func copy(
+        to destination: StorageReference, ifGenerationMatch: Int64? = nil, ifSourceGenerationMatch: Int64? = nil
+    ) async throws -> StorageMetadata {
+        try path.validateForObject()
+        try destination.path.validateForObject()
+        var token: String?
+        let guarded = ifGenerationMatch != nil
+        while true {
+            let url = api.rewriteURL(from: fullPath, to: destination.fullPath, [
+                ("ifGenerationMatch", ifGenerationMatch.map(String.init)),
+                ("ifSourceGenerationMatch", ifSourceGenerationMatch.map(String.init)),
+                ("rewriteToken", token),
+            ])
+            let request = HTTPRequest(
+                method: .post, url: url, headers: ["Content-Type": "application/json"],
+                body: .bytes(Data("{}".utf8)), isIdempotent: guarded)
+            let json = try ObjectAPI.json(await api.send(request, object: fullPath))
+            if (json["done"] as? Bool) == true, let resource = json["resource"] as? [String: Any] {
+                return try StorageMetadata(resource: resource)
+            }
+            guard let next = json["rewriteToken"] as? String else {
+                throw StorageError.unknown(message: "rewrite neither finished nor returned a rewriteToken", response: nil)
+            }
+            token = next
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+
+/// Uploads, with the Firebase SDK's signatures: `putData`/`putFile` return
+/// the running task, `putDataAsync`/`putFileAsync` await its end.
+///
+/// `ifGenerationMatch` (not in Firebase) makes the write conditional: it
+/// succeeds only if the object's live generation is that number, or, with
+/// 0, only if there is no object yet; otherwise the task fails with
+/// `StorageError.preconditionFailed` and nothing is overwritten.
+extension StorageReference {
+    /// Uploads `data`. Data cannot be uploaded to the root reference.
+    @discardableResult
+    public func putData(_ data: Data, metadata: StorageMetadata? = nil, ifGenerationMatch: Int64? = nil) -> StorageUploadTask {
+        makeTask(source: .data(data), metadata: metadata, nameForType: name, ifGenerationMatch: ifGenerationMatch)
+    }
+
+    /// Uploads the file at `fileURL`, streaming it from disk. `contentType`
+    /// defaults to the one its extension implies (else this reference's
+    /// name's, else application/octet-stream).
+    @discardableResult
+    public func putFile(from fileURL: URL, metadata: StorageMetadata? = nil, ifGenerationMatch: Int64? = nil) -> StorageUploadTask {
+        let size: Int64
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: fileURL.path)
+            guard (attributes[.type] as? FileAttributeType) == .typeRegular else {
+                return failedTask(StorageError.invalidArgument("\(fileURL.path) is not a regular file"))
+            }
+            size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        } catch {
+            return failedTask(StorageError.invalidArgument("cannot read \(fileURL.path): \(error.localizedDescription)"))
+        }
+        let fileType = ContentType.infer(forFileName: fileURL.lastPathComponent)
+        let nameForType = fileType == ContentType.fallback ? name : fileURL.lastPathComponent
+        return makeTask(
+            source: .file(path: fileURL.path, size: size), metadata: metadata, nameForType: nameForType,
+            ifGenerationMatch: ifGenerationMatch)
+    }
+
+    /// Uploads `data` and returns the stored object's metadata.
+    @discardableResult
+    public func putDataAsync(
+        _ data: Data, metadata: StorageMetadata? = nil, ifGenerationMatch: Int64? = nil,
+        onProgress: (@Sendable (Progress?) -> Void)? = nil
+    ) async throws -> StorageMetadata {
+        try await awaitCompletion(putData(data, metadata: metadata, ifGenerationMatch: ifGenerationMatch), onProgress)
+    }
+
+    /// Uploads the file at `url` and returns the stored object's metadata.
+    @discardableResult
+    public func putFileAsync(
+        from url: URL, metadata: StorageMetadata? = nil, ifGenerationMatch: Int64? = nil,
+        onProgress: (@Sendable (Progress?) -> Void)? = nil
+    ) async throws -> StorageMetadata {
+        try await awaitCompletion(putFile(from: url, metadata: metadata, ifGenerationMatch: ifGenerationMatch), onProgress)
+    }
+
+    private func awaitCompletion(
+        _ task: StorageUploadTask, _ onProgress: (@Sendable (Progress?) -> Void)?
+    ) async throws -> StorageMetadata {
+        if let onProgress {
+            task.observe(.progress) { onProgress($0.progress) }
+        }
+        return try await task.completion()
+    }
+
+    private func makeTask(
+        source: UploadSource, metadata: StorageMetadata?, nameForType: String, ifGenerationMatch: Int64?
+    ) -> StorageUploadTask {
+        do {
+            try path.validateForObject()
+        } catch {
+            return failedTask(error)
+        }
+        let effective = metadata?.copy() ?? StorageMetadata()
+        if effective.contentType == nil {
+            effective.contentType = ContentType.infer(forFileName: nameForType)
+        }
+        let uploader = Uploader(reference: self, source: source, metadata: effective, ifGenerationMatch: ifGenerationMatch)
+        let task = StorageUploadTask(reference: self, uploader: uploader)
+        task.start()
+        return task
+    }
+
+    /// A task that fails at once (invalid path, unreadable file), so the
+    /// error reaches observers the way every other failure does.
+    private func failedTask(_ error: any Error) -> StorageUploadTask {
+        let uploader = Uploader(reference: self, source: .data(Data()), metadata: StorageMetadata(), ifGenerationMatch: nil)
+        let task = StorageUploadTask(reference: self, uploader: uploader)
+        task.fail(error)
+        return task
+    }
+}

@@ -1,0 +1,203 @@
+import Foundation
+import Synchronization
+
+/// An upload in progress, as `putData` and `putFile` return it: observe it,
+/// pause, resume or cancel it.
+///
+/// Events: `.resume` when it starts or resumes, `.progress` as bytes are
+/// acknowledged, `.pause`, then exactly one of `.success` or `.failure`
+/// (cancel ends in failure with `StorageError.cancelled`). All observers are
+/// removed after success or failure.
+///
+/// An observer receives every event of its status, including those that
+/// happened before it was attached: events are recorded and replayed on
+/// `observe`, so observing a tiny upload right after creating it never
+/// misses its success. Handlers run on the uploader's thread, in order;
+/// keep them short.
+public final class StorageUploadTask: Sendable {
+    public typealias Handler = @Sendable (StorageTaskSnapshot) -> Void
+
+    public let reference: StorageReference
+
+    private enum Phase { case running, paused, cancelled, finished }
+
+    private struct State {
+        var phase: Phase = .running
+        var observers: [(handle: String, status: StorageTaskStatus, handler: Handler)] = []
+        var history: [StorageTaskSnapshot] = []
+        var worker: Task<Void, Never>?
+        var outcome: Result<StorageMetadata, any Error>?
+        var waiters: [CheckedContinuation<StorageMetadata, any Error>] = []
+        var nextHandle = 0
+    }
+
+    private let state = Mutex(State())
+    private let uploader: Uploader
+
+    init(reference: StorageReference, uploader: Uploader) {
+        self.reference = reference
+        self.uploader = uploader
+    }
+
+    /// Starts the upload; called once by `putData`/`putFile`.
+    func start() {
+        launchWorker()
+    }
+
+    /// Ends a task that could not start.
+    func fail(_ error: any Error) {
+        finish(.failure(error))
+    }
+
+    // MARK: observers
+
+    /// Calls `handler` for every event of `status`; returns a handle for
+    /// `removeObserver(withHandle:)`.
+    @discardableResult
+    public func observe(_ status: StorageTaskStatus, handler: @escaping Handler) -> String {
+        let (handle, past) = state.withLock { s -> (String, [StorageTaskSnapshot]) in
+            s.nextHandle += 1
+            let handle = "observer-\(s.nextHandle)"
+            if s.phase != .finished { s.observers.append((handle, status, handler)) }
+            return (handle, s.history.filter { $0.status == status })
+        }
+        past.forEach(handler)
+        return handle
+    }
+
+    public func removeObserver(withHandle handle: String) {
+        state.withLock { $0.observers.removeAll { $0.handle == handle } }
+    }
+
+    public func removeAllObservers(for status: StorageTaskStatus) {
+        state.withLock { $0.observers.removeAll { $0.status == status } }
+    }
+
+    public func removeAllObservers() {
+        state.withLock { $0.observers.removeAll() }
+    }
+
+    /// The latest event.
+    public var snapshot: StorageTaskSnapshot {
+        state.withLock { $0.history.last } ?? StorageTaskSnapshot(
+            task: self, status: .unknown, completed: 0, total: uploader.total)
+    }
+
+    // MARK: control
+
+    /// Stops sending; `resume()` continues from the offset the server
+    /// acknowledged (a small multipart upload starts over).
+    public func pause() {
+        let worker = state.withLock { s -> Task<Void, Never>? in
+            guard s.phase == .running else { return nil }
+            s.phase = .paused
+            return s.worker
+        }
+        worker?.cancel()
+    }
+
+    public func resume() {
+        let resumed = state.withLock { s -> Bool in
+            guard s.phase == .paused else { return false }
+            s.phase = .running
+            return true
+        }
+        guard resumed else { return }
+        launchWorker()
+    }
+
+    /// Ends the upload with `StorageError.cancelled`.
+    public func cancel() {
+        let (worker, wasPaused) = state.withLock { s -> (Task<Void, Never>?, Bool) in
+            guard s.phase == .running || s.phase == .paused else { return (nil, false) }
+            let wasPaused = s.phase == .paused
+            s.phase = .cancelled
+            return (s.worker, wasPaused)
+        }
+        if wasPaused {
+            finish(.failure(StorageError.cancelled))
+            Task { await uploader.abandon() }
+        } else {
+            worker?.cancel()
+        }
+    }
+
+    /// Waits for the end of the upload: its metadata, or the error.
+    /// Cancelling the waiting task cancels the upload.
+    public func completion() async throws -> StorageMetadata {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let outcome = state.withLock { s -> Result<StorageMetadata, any Error>? in
+                    if s.outcome == nil { s.waiters.append(continuation) }
+                    return s.outcome
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    // MARK: internals
+
+    /// Runs the uploader on a new task, after the previous one (a paused
+    /// run still unwinding) has ended, so two runs never overlap.
+    private func launchWorker() {
+        state.withLock { s in
+            let previous = s.worker
+            s.worker = Task { [self] in
+                await previous?.value
+                emit(.resume)
+                do {
+                    let metadata = try await uploader.run { [self] completed in
+                        emit(.progress, completed: completed)
+                    }
+                    finish(.success(metadata))
+                } catch {
+                    switch state.withLock({ $0.phase }) {
+                    case .paused:
+                        emit(.pause)
+                    case .cancelled:
+                        finish(.failure(StorageError.cancelled))
+                        await uploader.abandon()
+                    default:
+                        finish(.failure(error))
+                    }
+                }
+            }
+        }
+    }
+
+    private func emit(_ status: StorageTaskStatus, completed: Int64? = nil, metadata: StorageMetadata? = nil, error: (any Error)? = nil) {
+        let snapshot = StorageTaskSnapshot(
+            task: self, status: status, completed: completed ?? uploader.acknowledged, total: uploader.total,
+            metadata: metadata, error: error)
+        let handlers = state.withLock { s -> [Handler] in
+            s.history.append(snapshot)
+            return s.observers.filter { $0.status == status }.map(\.handler)
+        }
+        handlers.forEach { $0(snapshot) }
+    }
+
+    private func finish(_ outcome: Result<StorageMetadata, any Error>) {
+        let first = state.withLock { s -> Bool in
+            guard s.outcome == nil else { return false }
+            s.outcome = outcome
+            return true
+        }
+        guard first else { return }
+        switch outcome {
+        case .success(let metadata):
+            emit(.success, completed: uploader.total, metadata: metadata)
+        case .failure(let error):
+            emit(.failure, error: error)
+        }
+        let waiters = state.withLock { s -> [CheckedContinuation<StorageMetadata, any Error>] in
+            s.phase = .finished
+            s.observers.removeAll()
+            defer { s.waiters.removeAll() }
+            return s.waiters
+        }
+        waiters.forEach { $0.resume(with: outcome) }
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The process's HTTP client: async/await over one curl multi handle driven
+/// by its own thread (`CurlEngine`), with Google's retry guidance applied.
+///
+/// Retries: a request marked idempotent (or made so by a precondition) is
+/// sent again after a connection failure, a stall, or a 408/429/5xx answer,
+/// with truncated exponential backoff and jitter, within the policy's attempt
+/// and time budget. A streamed download is retried only while none of its
+/// body has reached the sink; after that the caller resumes with a Range.
+public final class HTTPTransport: Sendable {
+    public let configuration: TransportConfiguration
+    public let statistics = TransportStatistics()
+    private let engine: CurlEngine
+    private let logger: Logger
+    /// Jitter source; replaceable so tests can observe the schedule.
+    private let random: @Sendable () -> Double
+
+    public init(
+        configuration: TransportConfiguration = TransportConfiguration(),
+        logger: Logger = Logger(label: "bucketfs.transport"),
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.random = random
+        self.engine = CurlEngine(maxConnectionsPerHost: configuration.maxConnectionsPerHost)
+    }
+
+    /// A transport with default settings, shared by everything in the
+    /// process that does not configure its own.
+    public static let shared = HTTPTransport()
+
+    /// The libcurl version in use.
+    public static var curlVersion: String { CurlGlobal.version }
+
+    /// Sends `request` and returns the response with its body buffered.
+    /// Any HTTP status is a response; only failures below HTTP throw.
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await sendWithRetries(request, sink: nil)
+    }
+
+    /// Sends `request`, streaming a successful body to `sink`.
+    public func send(_ request: HTTPRequest, sink: @escaping ResponseBodySink) async throws -> HTTPResponse {
+        try await sendWithRetries(request, sink: sink)
+    }
+
+    private func sendWithRetries(_ request: HTTPRequest, sink: ResponseBodySink?) async throws -> HTTPResponse {
+        let policy = configuration.retry
+        let clock = ContinuousClock()
+        let started = clock.now
+        var attempt = 0
+        while true {
+            attempt += 1
+            statistics.recordRequest(request.method)
+            let reason: String
+            var delivered: Int64 = 0
+            let outcome: Result<HTTPResponse, TransportError>
+            do {
+                outcome = .success(try await performOnce(request, sink: sink))
+            } catch let error as TransportError {
+                outcome = .failure(error)
+            }
+            switch outcome {
+            case .success(let response):
+                guard request.isIdempotent, RetryPolicy.isRetryable(status: response.status) else { return response }
+                reason = "HTTP \(response.status)"
+            case .failure(let error):
+                if case .connectionLost(_, let n) = error { delivered = n }
+                guard request.isIdempotent, error.isRetryable, delivered == 0 else { throw error }
+                reason = error.description
+            }
+            let delay = policy.delay(beforeRetry: attempt - 1, jitter: random())
+            let elapsed = clock.now - started
+            guard attempt < policy.maxAttempts, elapsed + delay <= policy.totalTimeout else {
+                logger.debug("giving up", metadata: [
+                    "method": "\(request.method.rawValue)", "url": "\(Self.redacted(request.url))",
+                    "attempts": "\(attempt)", "reason": "\(reason)",
+                ])
+                switch outcome {
+                case .success(let response): return response
+                case .failure(let error): throw error
+                }
+            }
+            statistics.recordRetry()
+            logger.debug("retrying", metadata: [
+                "method": "\(request.method.rawValue)", "url": "\(Self.redacted(request.url))",
+                "attempt": "\(attempt)", "delay": "\(delay)", "reason": "\(reason)",
+            ])
+            do {
+                try await Task.sleep(for: delay)
+            } catch {
+                throw TransportError.cancelled
+            }
+        }
+    }
+
+    private func performOnce(_ request: HTTPRequest, sink: ResponseBodySink?) async throws -> HTTPResponse {
+        if Task.isCancelled { throw TransportError.cancelled }
+        let transfer = try CurlTransfer(
+            request: request, sink: sink, configuration: configuration, statistics: statistics)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                transfer.setContinuation(continuation)
+                engine.submit(transfer)
+            }
+        } onCancel: {
+            engine.cancel(transfer)
+        }
+    }
+
+    /// The URL without its query, for logs: queries may carry upload ids.
+    static func redacted(_ url: String) -> String {
+        url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
+    }
+}
+
+/// Counters of what the transport did; cheap enough to keep always on.
+public final class TransportStatistics: Sendable {
+    private let requests = Atomic<Int>(0)
+    private let retries = Atomic<Int>(0)
+    private let connections = Atomic<Int>(0)
+    private let byMethod = Mutex<[String: Int]>([:])
+
+    func recordRequest(_ method: HTTPRequest.Method) {
+        requests.add(1, ordering: .relaxed)
+        byMethod.withLock { $0[method.rawValue, default: 0] += 1 }
+    }
+
+    func recordRetry() { retries.add(1, ordering: .relaxed) }
+
+    func recordConnections(_ n: Int) { connections.add(n, ordering: .relaxed) }
+
+    /// New TCP connections opened; fewer than requests means reuse.
+    public var connectionsOpened: Int { connections.load(ordering: .relaxed) }
+
+    /// Attempts sent, including retries.
+    public var requestCount: Int { requests.load(ordering: .relaxed) }
+    public var retryCount: Int { retries.load(ordering: .relaxed) }
+    public var requestsByMethod: [String: Int] { byMethod.withLock { $0 } }
+}

@@ -1,0 +1,28 @@
+import ArgumentParser
+
+struct BucketFS: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bucketfs",
+        abstract: "Mount a Cloud Storage bucket as a filesystem (for now: list one).",
+        subcommands: [ListCommand.self]
+    )
+}
+
+extension BucketFS {
+    /// Parses `arguments` and runs the chosen command, awaiting async ones;
+    /// exits with the command's code. (An explicit async entry point:
+    /// main.swift cannot use @main.)
+    static func run(arguments: [String]) async -> Never {
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            exit()
+        } catch {
+            exit(withError: error)
+        }
+    }
+}

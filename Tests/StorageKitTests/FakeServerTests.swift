@@ -1,0 +1,153 @@
+import Foundation
+import Testing
+@testable import StorageKit
+
+/// What the emulator cannot show (it ignores paging and preconditions),
+/// against the tests' own loopback GCS server, which honours both and
+/// injects faults on request.
+@Suite struct FakeServerTests {
+    let raw: RawGCS
+    let storage: Storage
+    let bucket = "fake-\(UUID().uuidString.prefix(8).lowercased())"
+
+    init() throws {
+        raw = try RawGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
+        storage = try TestEnv.fake(bucket: bucket)
+    }
+
+    func requestCount(containing fragment: String) async throws -> Int {
+        try await raw.requests().filter { ($0["path"] as? String ?? "").contains(fragment) }.count
+    }
+
+    @Test func listAllFollowsEveryPage() async throws {
+        for i in 0..<25 { try await raw.put("dir/item-\(String(format: "%02d", i))", Data([UInt8(i)])) }
+        try await raw.put("dir/sub/inner", Data("i".utf8))
+        try await raw.put("dir/explicit/", Data())
+        var seen: [String] = []
+        var token: String?
+        var pages = 0
+        repeat {
+            let dir = storage.reference().child("dir")
+            let page: StorageListResult
+            if let token {
+                page = try await dir.list(maxResults: 10, pageToken: token)
+            } else {
+                page = try await dir.list(maxResults: 10)
+            }
+            seen += page.items.map(\.name)
+            token = page.pageToken
+            pages += 1
+        } while token != nil
+        #expect(pages >= 3)
+        #expect(seen == (0..<25).map { "item-\(String(format: "%02d", $0))" })
+        let all = try await storage.reference().child("dir").listAll()
+        #expect(all.items.count == 25)
+        #expect(all.prefixes.map(\.name).sorted() == ["explicit", "sub"])
+        await #expect(throws: StorageError.self) { _ = try await storage.reference().list(maxResults: 1001) }
+        await #expect(throws: StorageError.self) { _ = try await storage.reference().list(maxResults: 0) }
+    }
+
+    @Test func generationPreconditionsGuardUploads() async throws {
+        let ref = storage.reference().child("guarded.txt")
+        let first = try await ref.putDataAsync(Data("one".utf8), ifGenerationMatch: 0)
+        do {
+            _ = try await ref.putDataAsync(Data("two".utf8), ifGenerationMatch: 0)
+            Issue.record("an existing object must not be overwritten with ifGenerationMatch=0")
+        } catch StorageError.preconditionFailed {}
+        do {
+            _ = try await ref.putDataAsync(Data("two".utf8), ifGenerationMatch: first.generation + 1000)
+            Issue.record("a stale generation must fail")
+        } catch StorageError.preconditionFailed {}
+        #expect(try await raw.media("guarded.txt") == Data("one".utf8))
+        let second = try await ref.putDataAsync(Data("two".utf8), ifGenerationMatch: first.generation)
+        #expect(second.generation != first.generation)
+        #expect(try await raw.media("guarded.txt") == Data("two".utf8))
+    }
+
+    @Test func resumableUploadsHonourPreconditionsToo() async throws {
+        let storage = try TestEnv.storage("BUCKETFS_TEST_FAKE_GCS", bucket: bucket, chunk: 256 * 1024, threshold: 256 * 1024)
+        let ref = storage.reference().child("resumable-guarded")
+        try await raw.put("resumable-guarded", Data("keep".utf8))
+        do {
+            _ = try await ref.putDataAsync(TestEnv.randomData(1 << 20), ifGenerationMatch: 0)
+            Issue.record("must fail")
+        } catch StorageError.preconditionFailed {}
+        #expect(try await raw.media("resumable-guarded") == Data("keep".utf8))
+    }
+
+    @Test func metagenerationAndDeletePreconditions() async throws {
+        try await raw.put("meta", Data("m".utf8))
+        let ref = storage.reference().child("meta")
+        let current = try await ref.getMetadata()
+        let change = StorageMetadata()
+        change.contentLanguage = "en"
+        do {
+            _ = try await ref.updateMetadata(change, ifMetagenerationMatch: current.metageneration + 1)
+            Issue.record("must fail")
+        } catch StorageError.preconditionFailed {}
+        let updated = try await ref.updateMetadata(change, ifMetagenerationMatch: current.metageneration)
+        #expect(updated.contentLanguage == "en")
+        do {
+            try await ref.delete(ifGenerationMatch: current.generation + 1)
+            Issue.record("must fail")
+        } catch StorageError.preconditionFailed {}
+        try await ref.delete(ifGenerationMatch: current.generation)
+        #expect(try await raw.resource("meta") == nil)
+    }
+
+    @Test func serverErrorsAreRetriedThenSucceed() async throws {
+        try await raw.put("flaky", Data("f".utf8))
+        try await raw.post("/_faults", json: ["method": "GET", "path_contains": "/o/flaky", "status": 503, "count": 2])
+        let metadata = try await storage.reference().child("flaky").getMetadata()
+        #expect(metadata.size == 1)
+        #expect(try await requestCount(containing: "/o/flaky") >= 3)
+    }
+
+    @Test func persistentServerErrorsEndInRetryLimitExceeded() async throws {
+        try await raw.post("/_faults", json: ["method": "GET", "path_contains": "/o/down", "status": 503, "count": 20])
+        do {
+            _ = try await storage.reference().child("down").getMetadata()
+            Issue.record("must fail")
+        } catch StorageError.retryLimitExceeded {}
+    }
+
+    @Test func aDownloadCutMidwayResumesAndVerifies() async throws {
+        let data = TestEnv.randomData(2 << 20, seed: 11)
+        try await raw.put("cut.bin", data)
+        try await raw.post("/_faults", json: ["method": "GET", "path_contains": "/o/cut.bin", "cut_after_bytes": 700_000, "count": 1])
+        let got = try await storage.reference().child("cut.bin").data(maxSize: 4 << 20)
+        #expect(got == data)
+        let ranged = try await raw.requests().filter { ($0["path"] as? String ?? "").hasSuffix("/o/cut.bin") }
+        #expect(ranged.count >= 2, "the download was resumed by a second request")
+    }
+
+    @Test func aRangedReadOfAReplacedGenerationFails() async throws {
+        try await raw.put("replaced", Data("first".utf8))
+        let ref = storage.reference().child("replaced")
+        let old = try await ref.getMetadata()
+        try await raw.put("replaced", Data("second".utf8))
+        do {
+            _ = try await ref.data(range: 0..<3, generation: old.generation)
+            Issue.record("must fail")
+        } catch StorageError.objectNotFound {}
+    }
+
+    @Test func copyLoopsOnTheRewriteToken() async throws {
+        let data = TestEnv.randomData(3 << 20, seed: 5)
+        try await raw.put("src.bin", data, contentType: "application/x-test", metadata: ["a": "b"])
+        let copied = try await storage.reference().child("src.bin").copy(to: storage.reference().child("dst.bin"))
+        #expect(copied.size == Int64(data.count))
+        #expect(copied.contentType == "application/x-test")
+        #expect(copied.customMetadata?["a"] == "b")
+        #expect(try await raw.media("dst.bin") == data)
+        #expect(try await requestCount(containing: "/rewriteTo/") >= 2)
+    }
+
+    @Test func aMissingBucketIsBucketNotFound() async throws {
+        let missing = try TestEnv.fake(bucket: "missing-\(bucket)")
+        do {
+            _ = try await missing.reference().listAll()
+            Issue.record("must fail")
+        } catch StorageError.bucketNotFound {}
+    }
+}

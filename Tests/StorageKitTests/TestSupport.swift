@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+import Transport
+@testable import StorageKit
+
+/// The loopback servers `scripts/test.sh` starts. A missing one fails the
+/// test with instructions; nothing is skipped.
+enum TestEnv {
+    struct NotConfigured: Error, CustomStringConvertible {
+        let variable: String
+        var description: String { "\(variable) is not set: run the tests with scripts/test.sh" }
+    }
+
+    static func url(_ variable: String) throws -> URL {
+        guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty, let url = URL(string: value) else {
+            throw NotConfigured(variable: variable)
+        }
+        return url
+    }
+
+    static let emulatorBucket = "bucketfs-test"
+
+    /// Fast retries: the schedule is unit-tested, the suites need speed.
+    static let transport = HTTPTransport(configuration: TransportConfiguration(
+        connectTimeout: .seconds(2), stallTimeout: .seconds(10),
+        retry: RetryPolicy(maxAttempts: 4, initialBackoff: .milliseconds(20), maxBackoff: .milliseconds(200), totalTimeout: .seconds(30))))
+
+    static func storage(_ variable: String, bucket: String, chunk: Int64 = 16 << 20, threshold: Int64 = 8 << 20) throws -> Storage {
+        Storage(bucket: bucket, configuration: StorageConfiguration(
+            endpoint: try url(variable), transport: transport, multipartThreshold: threshold, uploadChunkSize: chunk))
+    }
+
+    static func emulator(chunk: Int64 = 16 << 20, threshold: Int64 = 8 << 20) throws -> Storage {
+        try storage("BUCKETFS_TEST_EMULATOR", bucket: emulatorBucket, chunk: chunk, threshold: threshold)
+    }
+
+    static func fake(bucket: String = "fake") throws -> Storage {
+        try storage("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
+    }
+
+    /// A fresh prefix per test, so parallel tests never see each other.
+    static func uniquePrefix(_ label: String) -> String { "\(label)-\(UUID().uuidString.prefix(8))" }
+
+    static func randomData(_ count: Int, seed: UInt64 = 42) -> Data {
+        var state = seed
+        var data = Data(count: count)
+        data.withUnsafeMutableBytes { raw in
+            let words = raw.bindMemory(to: UInt64.self)
+            for i in 0..<words.count {
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                words[i] = state
+            }
+            for i in (words.count * 8)..<count { raw[i] = UInt8(truncatingIfNeeded: i) }
+        }
+        return data
+    }
+}
+
+/// Reads what the server holds with plain HTTP requests, independently of
+/// StorageKit's own code paths.
+struct RawGCS {
+    let base: String
+    let bucket: String
+
+    init(_ variable: String, bucket: String) throws {
+        let url = try TestEnv.url(variable).absoluteString
+        base = url.hasSuffix("/") ? String(url.dropLast()) : url
+        self.bucket = bucket
+    }
+
+    static func emulator() throws -> RawGCS { try RawGCS("BUCKETFS_TEST_EMULATOR", bucket: TestEnv.emulatorBucket) }
+
+    private func objectURL(_ name: String) -> String {
+        let encoded = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? name
+        return "\(base)/storage/v1/b/\(bucket)/o/\(encoded)"
+    }
+
+    /// The object resource as JSON, or nil when the server says 404.
+    func resource(_ name: String) async throws -> [String: Any]? {
+        let response = try await TestEnv.transport.send(HTTPRequest(method: .get, url: objectURL(name), isIdempotent: true))
+        if response.status == 404 { return nil }
+        #expect(response.status == 200)
+        return try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
+    }
+
+    func media(_ name: String) async throws -> Data? {
+        let response = try await TestEnv.transport.send(HTTPRequest(method: .get, url: objectURL(name) + "?alt=media", isIdempotent: true))
+        if response.status == 404 { return nil }
+        #expect(response.status == 200)
+        return response.body
+    }
+
+    /// Uploads directly (multipart), bypassing StorageKit.
+    func put(_ name: String, _ data: Data, contentType: String = "application/octet-stream", metadata: [String: String] = [:]) async throws {
+        let boundary = "rawboundary"
+        var resource: [String: Any] = ["name": name, "contentType": contentType]
+        if !metadata.isEmpty { resource["metadata"] = metadata }
+        var body = Data("--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8)
+        body += try JSONSerialization.data(withJSONObject: resource)
+        body += Data("\r\n--\(boundary)\r\nContent-Type: \(contentType)\r\n\r\n".utf8) + data + Data("\r\n--\(boundary)--\r\n".utf8)
+        let response = try await TestEnv.transport.send(HTTPRequest(
+            method: .post, url: "\(base)/upload/storage/v1/b/\(bucket)/o?uploadType=multipart",
+            headers: ["Content-Type": "multipart/related; boundary=\(boundary)"], body: .bytes(body), isIdempotent: false))
+        #expect(response.status == 200, "direct upload of \(name) answered \(response.status)")
+    }
+
+    func post(_ path: String, json: [String: Any]) async throws {
+        let response = try await TestEnv.transport.send(HTTPRequest(
+            method: .post, url: base + path, headers: ["Content-Type": "application/json"],
+            body: .bytes(try JSONSerialization.data(withJSONObject: json)), isIdempotent: false))
+        #expect(response.isSuccess)
+    }
+
+    func requests() async throws -> [[String: Any]] {
+        let response = try await TestEnv.transport.send(HTTPRequest(method: .get, url: base + "/_requests", isIdempotent: true))
+        return (try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]]) ?? []
+    }
+}

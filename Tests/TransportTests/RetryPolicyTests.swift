@@ -1,0 +1,38 @@
+import Testing
+@testable import Transport
+
+@Suite struct RetryPolicyTests {
+    let policy = RetryPolicy(
+        maxAttempts: 6, initialBackoff: .seconds(1), maxBackoff: .seconds(32), multiplier: 2,
+        totalTimeout: .seconds(120))
+
+    @Test func backoffDoublesFromTheInitialDelay() {
+        let delays = (0..<5).map { policy.delay(beforeRetry: $0, jitter: 0).seconds }
+        #expect(delays == [1, 2, 4, 8, 16])
+    }
+
+    @Test func jitterAddsUpToOneMoreBackoff() {
+        #expect(policy.delay(beforeRetry: 1, jitter: 0.5).seconds == 3)
+        #expect(policy.delay(beforeRetry: 1, jitter: 0.999).seconds < 4)
+    }
+
+    @Test func backoffIsCappedAtTheMaximumWithJitter() {
+        #expect(policy.delay(beforeRetry: 10, jitter: 0).seconds == 32)
+        #expect(policy.delay(beforeRetry: 4, jitter: 0.9).seconds == 16 * 1.9)
+        #expect(policy.delay(beforeRetry: 5, jitter: 0.9).seconds == 32)
+    }
+
+    @Test(arguments: [408, 429, 500, 502, 503, 504])
+    func retryableStatuses(status: Int) { #expect(RetryPolicy.isRetryable(status: status)) }
+
+    @Test(arguments: [200, 204, 308, 400, 401, 403, 404, 409, 412])
+    func finalStatuses(status: Int) { #expect(!RetryPolicy.isRetryable(status: status)) }
+
+    @Test func connectionFailuresAreRetryableButCancellationIsNot() {
+        #expect(TransportError.cannotConnect("x").isRetryable)
+        #expect(TransportError.connectionLost("x", bodyBytesReceived: 0).isRetryable)
+        #expect(TransportError.stalled("x").isRetryable)
+        #expect(!TransportError.cancelled.isRetryable)
+        #expect(!TransportError.other(code: 3, message: "bad url").isRetryable)
+    }
+}

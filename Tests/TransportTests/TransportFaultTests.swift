@@ -1,0 +1,172 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Transport
+
+/// The transport against the fake GCS server on loopback, with faults
+/// injected at the HTTP boundary: 503 then success, dropped connections, a
+/// body cut halfway, a stall.
+@Suite struct TransportFaultTests {
+    /// Fast retries so the suite stays quick; the schedule itself is unit-tested.
+    static func makeTransport(attempts: Int = 4, stall: Duration = .seconds(30)) -> HTTPTransport {
+        HTTPTransport(configuration: TransportConfiguration(
+            connectTimeout: .seconds(2), stallTimeout: stall,
+            retry: RetryPolicy(maxAttempts: attempts, initialBackoff: .milliseconds(10),
+                               maxBackoff: .milliseconds(50), totalTimeout: .seconds(20))))
+    }
+
+    let transport = makeTransport()
+
+    func objectURL(_ server: String, _ name: String) -> String {
+        "\(server)/storage/v1/b/transport/o/\(name)?alt=media"
+    }
+
+    @Test func serverErrorsAreRetriedUntilSuccess() async throws {
+        let server = try TestServers.fakeGCS()
+        let name = "retry-\(UUID().uuidString)"
+        try await TestServers.putObject(Data("hello".utf8), bucket: "transport", name: name, on: server, transport: transport)
+        try await TestServers.injectFault(["method": "GET", "path_contains": name, "status": 503, "count": 2], on: server, transport: transport)
+        let before = transport.statistics.retryCount
+        let response = try await transport.send(HTTPRequest(method: .get, url: objectURL(server, name), isIdempotent: true))
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body, as: UTF8.self) == "hello")
+        #expect(transport.statistics.retryCount - before == 2)
+    }
+
+    @Test func nonIdempotentRequestsAreNotRetried() async throws {
+        let server = try TestServers.fakeGCS()
+        let name = "noretry-\(UUID().uuidString)"
+        try await TestServers.injectFault(["method": "POST", "path_contains": "name=\(name)", "status": 503, "count": 1], on: server, transport: transport)
+        let response = try await transport.send(HTTPRequest(
+            method: .post, url: "\(server)/upload/storage/v1/b/transport/o?uploadType=media&name=\(name)",
+            body: .bytes(Data("x".utf8)), isIdempotent: false))
+        #expect(response.status == 503)
+    }
+
+    @Test func retriesStopAtTheAttemptBudget() async throws {
+        let server = try TestServers.fakeGCS()
+        let name = "budget-\(UUID().uuidString)"
+        try await TestServers.injectFault(["method": "GET", "path_contains": name, "status": 503, "count": 10], on: server, transport: transport)
+        let before = transport.statistics.requestCount
+        let response = try await transport.send(HTTPRequest(method: .get, url: objectURL(server, name), isIdempotent: true))
+        #expect(response.status == 503)
+        #expect(transport.statistics.requestCount - before == 4)
+    }
+
+    @Test func droppedConnectionsAreRetried() async throws {
+        let server = try TestServers.fakeGCS()
+        let name = "drop-\(UUID().uuidString)"
+        try await TestServers.putObject(Data("still here".utf8), bucket: "transport", name: name, on: server, transport: transport)
+        try await TestServers.injectFault(["method": "GET", "path_contains": name, "drop": true, "count": 1], on: server, transport: transport)
+        let response = try await transport.send(HTTPRequest(method: .get, url: objectURL(server, name), isIdempotent: true))
+        #expect(String(decoding: response.body, as: UTF8.self) == "still here")
+    }
+
+    @Test func aBodyCutMidwayReportsHowMuchReachedTheSink() async throws {
+        let server = try TestServers.fakeGCS()
+        let name = "cut-\(UUID().uuidString)"
+        let payload = Data((0..<200_000).map { UInt8($0 % 251) })
+        try await TestServers.putObject(payload, bucket: "transport", name: name, on: server, transport: transport)
+        try await TestServers.injectFault(["method": "GET", "path_contains": name, "cut_after_bytes": 50_000, "count": 1], on: server, transport: transport)
+        let received = Mutex(Data())
+        do {
+            _ = try await transport.send(HTTPRequest(method: .get, url: objectURL(server, name), isIdempotent: true)) { bytes in
+                received.withLock { $0.append(contentsOf: bytes) }
+            }
+            Issue.record("a cut body must not look like success")
+        } catch let TransportError.connectionLost(_, n) {
+            #expect(n == 50_000)
+            #expect(received.withLock { $0 } == payload.prefix(50_000))
+        }
+    }
+
+    @Test func aStalledTransferTimesOut() async throws {
+        let server = try TestServers.fakeGCS()
+        let name = "stall-\(UUID().uuidString)"
+        try await TestServers.putObject(Data("late".utf8), bucket: "transport", name: name, on: server, transport: transport)
+        try await TestServers.injectFault(["method": "GET", "path_contains": name, "stall_seconds": 4, "count": 1], on: server, transport: transport)
+        let impatient = Self.makeTransport(attempts: 1, stall: .seconds(1))
+        let clock = ContinuousClock()
+        let start = clock.now
+        await #expect(throws: TransportError.self) {
+            _ = try await impatient.send(HTTPRequest(method: .get, url: objectURL(server, name), isIdempotent: true))
+        }
+        #expect(clock.now - start < .seconds(3.5))
+    }
+
+    @Test func anUnreachableEndpointFailsAfterTheRetryBudget() async throws {
+        // A port nobody listens on: bind, read the port, close.
+        let port = try freePort()
+        let before = transport.statistics.requestCount
+        do {
+            _ = try await transport.send(HTTPRequest(method: .get, url: "http://127.0.0.1:\(port)/x", isIdempotent: true))
+            Issue.record("nothing listens there")
+        } catch let TransportError.cannotConnect(message) {
+            #expect(!message.isEmpty)
+        }
+        #expect(transport.statistics.requestCount - before == 4)
+    }
+
+    @Test func cancellationAbortsAnInFlightTransfer() async throws {
+        let server = try TestServers.fakeGCS()
+        let name = "cancel-\(UUID().uuidString)"
+        try await TestServers.putObject(Data("never".utf8), bucket: "transport", name: name, on: server, transport: transport)
+        try await TestServers.injectFault(["method": "GET", "path_contains": name, "stall_seconds": 10, "count": 1], on: server, transport: transport)
+        let url = objectURL(server, name)
+        let transport = self.transport
+        let task = Task { try await transport.send(HTTPRequest(method: .get, url: url, isIdempotent: true)) }
+        try await Task.sleep(for: .milliseconds(300))
+        let clock = ContinuousClock()
+        let start = clock.now
+        task.cancel()
+        await #expect(throws: TransportError.cancelled) { _ = try await task.value }
+        #expect(clock.now - start < .seconds(2))
+    }
+
+    @Test func connectionsAreReused() async throws {
+        let server = try TestServers.fakeGCS()
+        let name = "reuse-\(UUID().uuidString)"
+        let fresh = Self.makeTransport()
+        try await TestServers.putObject(Data("r".utf8), bucket: "transport", name: name, on: server, transport: fresh)
+        for _ in 0..<5 {
+            let response = try await fresh.send(HTTPRequest(method: .get, url: objectURL(server, name), isIdempotent: true))
+            #expect(response.status == 200)
+        }
+        #expect(fresh.statistics.requestCount == 6)
+        #expect(fresh.statistics.connectionsOpened == 1)
+    }
+
+    @Test func uploadsStreamFromAFileRegion() async throws {
+        let server = try TestServers.fakeGCS()
+        let name = "region-\(UUID().uuidString)"
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(name).path
+        let content = Data((0..<100_000).map { UInt8($0 % 256) })
+        #expect(FileManager.default.createFile(atPath: path, contents: content))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let body = RequestBody.concatenation([.bytes(Data("<".utf8)), .file(path: path, offset: 1000, length: 50_000), .bytes(Data(">".utf8))])
+        #expect(body.length == 50_002)
+        let put = try await transport.send(HTTPRequest(
+            method: .post, url: "\(server)/upload/storage/v1/b/transport/o?uploadType=media&name=\(name)",
+            body: body, isIdempotent: false))
+        #expect(put.status == 200)
+        let got = try await transport.send(HTTPRequest(method: .get, url: objectURL(server, name), isIdempotent: true))
+        #expect(got.body == Data("<".utf8) + content[1000..<51_000] + Data(">".utf8))
+    }
+}
+
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+        }
+    }
+    guard bound else { throw TestServers.NotConfigured(variable: "no free port") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

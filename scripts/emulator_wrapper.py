@@ -1,0 +1,390 @@
+#!/usr/bin/env python3
+"""Runs gcp-storage-emulator 2026.7.19 in-process, with its limits lifted.
+
+The emulator (pinned in scripts/setup.sh) is imported from the venv and its
+Storage and request router are reused as they are; this file only replaces
+the HTTP server around them and patches a few functions. The fixes:
+
+1. Concurrency. The emulator serves with ``http.server.HTTPServer``: one
+   request at a time, so a client that leaves one response unread while it
+   sends another request deadlocks it. Here a ``ThreadingHTTPServer`` (daemon
+   threads, larger listen backlog) accepts and reads connections in parallel.
+   The emulator's Storage is not thread-safe, so one global lock serialises
+   the *handler execution* only: request bodies are read before taking the
+   lock, and responses are rendered into a buffer under the lock and written
+   to the socket after releasing it, so a slow or stalled client never holds
+   the lock.
+2. Keep-alive. ``protocol_version = "HTTP/1.1"`` (the emulator's handler
+   uses BaseHTTPRequestHandler's default HTTP/1.0 and closes every
+   connection). This is safe because the emulator's ``Response.close`` always
+   sends Content-Length, and because the request body (Content-Length or
+   chunked) is always read completely here before dispatch, even for routes
+   that never look at it. A handler that raises gets a 500 JSON answer with
+   Content-Length instead of a dropped connection.
+3. PATCH merge semantics of GCS. The emulator's ``_patch_object`` replaces
+   the whole ``metadata`` map and ignores JSON nulls. Here: keys of the
+   patch's ``metadata`` map are set, keys whose value is null are deleted,
+   other keys are untouched, ``"metadata": null`` clears the map (an empty map
+   is omitted, as GCS does); a writable top-level property set to null is
+   deleted. The merged map is a fresh dict (the emulator shares the source's
+   dict with copies/rewrites, so an in-place merge would change both).
+   A PATCH also refreshes ``updated``. Properties deleted this way read as
+   None inside the emulator (its copy/rewrite code indexes contentType). Objects created with metadata (e.g.
+   multipart uploads, copies) keep ``metageneration`` "1" (the emulator's
+   create path went through the patch code and made it "2").
+4. In-memory speed. With ``--in-memory`` the emulator still serialises all
+   bucket/object metadata to a ".meta" file in its store
+   (``Storage._write_config_to_file`` in storage.py) after every write, so
+   each upload costs O(number of objects). In memory mode nothing ever reads
+   that file back, so the method is a no-op there.
+5. Media uploads. An empty-body ``uploadType=media`` upload crashed
+   (``len(None)``); it now stores an empty object. The body of a media upload
+   (and of an XML-API PUT) is also always taken as raw bytes: the emulator
+   parsed an ``application/json`` or ``multipart/*`` body as JSON/MIME even
+   for media uploads, storing the wrong content.
+6. Resumable status. A 308 for a session that has received nothing said
+   ``Range: bytes=0-0``; it now has no Range header, as on GCS.
+
+Also: ``--request-log PATH`` appends one line per request,
+``METHOD<TAB>PATH<TAB>QUERY`` (path and query exactly as sent, query empty
+if none), written and flushed before the request is handled; the emulator's
+own logging is silenced; ``READY <port>`` is printed on stdout once
+listening. Unexpected handler exceptions go to stderr.
+
+Usage: emulator_wrapper.py [--host 127.0.0.1] [--port 0] [--in-memory]
+       [--default-bucket NAME ...] [--request-log PATH] [--data-dir DIR]
+"""
+
+import argparse
+import copy
+import gzip
+import io
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import traceback
+import zlib
+from datetime import datetime, timezone
+from functools import partial
+from http.server import ThreadingHTTPServer
+
+from gcp_storage_emulator import server as emu_server
+from gcp_storage_emulator import storage as emu_storage
+from gcp_storage_emulator.handlers import buckets as emu_buckets
+from gcp_storage_emulator.handlers import objects as emu_objects
+
+STORAGE_LOCK = threading.Lock()
+
+
+# --- 3. PATCH merge semantics -------------------------------------------------
+
+_orig_make_object_resource = emu_objects._make_object_resource
+
+
+def _now_rfc3339():
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _patch_object(obj, patch):
+    """GCS objects.patch semantics for the emulator's writable fields."""
+    if not patch or not isinstance(patch, dict):
+        return obj
+    obj["metageneration"] = str(int(obj.get("metageneration") or "1") + 1)
+    for key in emu_objects._WRITABLE_FIELDS:
+        if key not in patch:
+            continue
+        val = patch[key]
+        if val is None:
+            obj.pop(key, None)
+            continue
+        if key == "metadata":
+            merged = dict(obj.get("metadata") or {})
+            if isinstance(val, dict):
+                for mkey, mval in val.items():
+                    if mval is None:
+                        merged.pop(mkey, None)
+                    else:
+                        merged[mkey] = mval
+            if merged:
+                obj["metadata"] = merged
+            else:
+                obj.pop("metadata", None)
+        elif key == "customTime" and obj.get(key) and obj.get(key) > val:
+            continue
+        elif key == "acl":
+            obj[key] = emu_objects._normalize_object_acl_entries(
+                obj.get("bucket"), obj.get("name"), val
+            )
+        else:
+            obj[key] = copy.deepcopy(val)
+    return obj
+
+
+def _make_object_resource(
+    base_url, bucket_name, object_name, content_type, content_length, metadata=None
+):
+    # Creation keeps the emulator's rule that nulls are ignored (copies pass
+    # the whole source resource, whose contentType may be null).
+    if isinstance(metadata, dict):
+        metadata = {k: v for k, v in metadata.items() if v is not None}
+        if isinstance(metadata.get("metadata"), dict):
+            metadata["metadata"] = {
+                k: v for k, v in metadata["metadata"].items() if v is not None
+            }
+    obj = _orig_make_object_resource(
+        base_url, bucket_name, object_name, content_type, content_length, metadata
+    )
+    # A new object is metageneration 1 whatever metadata it was created with.
+    obj["metageneration"] = "1"
+    return obj
+
+
+class _Resource(dict):
+    """An object resource whose deleted writable properties read as None.
+
+    The emulator's copy/rewrite/compose read e.g. ``obj["contentType"]``,
+    which a PATCH with ``"contentType": null`` now deletes.
+    """
+
+    def __missing__(self, key):
+        if key in emu_objects._WRITABLE_FIELDS:
+            return None
+        raise KeyError(key)
+
+
+def _patch(storage, bucket_name, object_id, metadata):
+    try:
+        obj = _Resource(storage.get_file_obj(bucket_name, object_id))
+    except emu_objects.NotFound:
+        return None
+    _patch_object(obj, metadata)
+    if metadata:
+        obj["updated"] = _now_rfc3339()
+    storage.patch_object(bucket_name, object_id, obj)
+    return obj
+
+
+emu_objects._patch_object = _patch_object
+emu_objects._make_object_resource = _make_object_resource
+emu_objects._patch = _patch
+
+
+def _resumable_incomplete(response, storage, upload_id, fallback_end=0):
+    # The emulator answered "Range: bytes=0-0" (one byte received) when
+    # nothing was received yet; GCS omits Range then.
+    response.status = emu_objects.GoogleHTTPStatus.RESUME_INCOMPLETE
+    received = storage.get_resumable_byte_count(upload_id)
+    if received > 0:
+        response["Range"] = "bytes=0-{}".format(received - 1)
+
+
+emu_objects._resumable_incomplete = _resumable_incomplete
+
+
+# --- 4. no per-write metadata dump in memory mode ----------------------------
+
+_orig_write_config = emu_storage.Storage._write_config_to_file
+
+
+def _write_config_to_file(self):
+    if self._use_memory_fs:
+        return
+    _orig_write_config(self)
+
+
+emu_storage.Storage._write_config_to_file = _write_config_to_file
+
+
+# --- 5. media uploads take the raw body --------------------------------------
+
+
+def _raw_body(request):
+    raw = request._request_handler.rfile.getvalue()
+    encoding = request.get_header("Content-Encoding")
+    if raw and encoding == "gzip":
+        raw = gzip.decompress(raw)
+    elif raw and encoding == "deflate":
+        raw = zlib.decompress(raw)
+    return raw
+
+
+_orig_insert = emu_objects.insert
+_orig_xml_upload = emu_objects.xml_upload
+
+
+def _insert(request, response, storage, *args, **kwargs):
+    upload_type = (request.query.get("uploadType") or [None])[0]
+    if upload_type == "media":
+        request._data = _raw_body(request)
+    return _orig_insert(request, response, storage, *args, **kwargs)
+
+
+def _xml_upload(request, response, storage, *args, **kwargs):
+    request._data = _raw_body(request)
+    return _orig_xml_upload(request, response, storage, *args, **kwargs)
+
+
+emu_objects.insert = _insert  # the router's no-/upload fallback looks it up
+emu_objects.xml_upload = _xml_upload
+for _regex, _methods in emu_server.HANDLERS:
+    for _method, _func in list(_methods.items()):
+        if _func is _orig_insert:
+            _methods[_method] = _insert
+        elif _func is _orig_xml_upload:
+            _methods[_method] = _xml_upload
+
+
+# --- 1./2. threaded HTTP/1.1 server ------------------------------------------
+
+
+class _RequestLog:
+    def __init__(self, path):
+        self._lock = threading.Lock()
+        self._file = open(path, "a", encoding="utf-8") if path else None
+
+    def write(self, method, raw_path):
+        if self._file is None:
+            return
+        path, _, query = raw_path.partition("?")
+        line = "{}\t{}\t{}\n".format(method, path, query)
+        with self._lock:
+            self._file.write(line)
+            self._file.flush()
+
+
+class FixedRequestHandler(emu_server.RequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def __init__(self, storage, request_log, *args, **kwargs):
+        self.request_log = request_log
+        super().__init__(storage, *args, **kwargs)
+
+    def _read_body(self):
+        length = self.headers.get("Content-Length")
+        if length:
+            return self.rfile.read(int(length))
+        te = self.headers.get("Transfer-Encoding")
+        if te and te.lower() == "chunked":
+            chunks = []
+            while True:
+                line = self.rfile.readline(65537)
+                size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    # trailers up to the blank line
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline(65537)
+            return b"".join(chunks)
+        return b""
+
+    def _dispatch(self, method):
+        body = self._read_body()
+        if len(body) != int(self.headers.get("Content-Length") or len(body)):
+            self.close_connection = True  # client went away mid-body
+            return
+        # The emulator re-reads the body from rfile/headers: give it exactly
+        # the bytes we read, with a matching Content-Length.
+        del self.headers["Transfer-Encoding"]
+        del self.headers["Content-Length"]
+        self.headers["Content-Length"] = str(len(body))
+        self.request_log.write(method, self.path)
+
+        sock_rfile, sock_wfile = self.rfile, self.wfile
+        out = io.BytesIO()
+        self.rfile, self.wfile = io.BytesIO(body), out
+        try:
+            with STORAGE_LOCK:
+                try:
+                    emu_server.Router(self).handle(method)
+                except Exception:
+                    traceback.print_exc(file=sys.stderr)
+                    self._headers_buffer = []
+                    out.seek(0)
+                    out.truncate()
+                    err = json.dumps(
+                        {"error": {"code": 500, "message": "emulator handler failed"}}
+                    ).encode()
+                    self.send_response(500)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(err)))
+                    self.end_headers()
+                    out.write(err)
+        finally:
+            self.rfile, self.wfile = sock_rfile, sock_wfile
+        self.wfile.write(out.getvalue())
+
+    def do_GET(self):
+        self._dispatch("GET")
+
+    def do_POST(self):
+        self._dispatch("POST")
+
+    def do_PUT(self):
+        self._dispatch("PUT")
+
+    def do_DELETE(self):
+        self._dispatch("DELETE")
+
+    def do_PATCH(self):
+        self._dispatch("PATCH")
+
+    def log_message(self, format, *args):  # noqa: A002 - silence access log
+        pass
+
+
+class FixedServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def handle_error(self, request, client_address):
+        # Connection resets by clients (tests cut connections on purpose)
+        # are not worth a traceback.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--in-memory", action="store_true")
+    parser.add_argument("--default-bucket", action="append", default=[])
+    parser.add_argument("--request-log", default=None)
+    parser.add_argument("--data-dir", default=None, help="disk mode storage root")
+    args = parser.parse_args()
+
+    logging.disable(logging.CRITICAL)
+
+    data_dir = os.path.abspath(args.data_dir) if args.data_dir else None
+    storage = emu_storage.Storage(use_memory_fs=args.in_memory, data_dir=data_dir)
+    for name in args.default_bucket:
+        emu_buckets.create_bucket(name, storage)
+
+    request_log = _RequestLog(args.request_log)
+    httpd = FixedServer(
+        (args.host, args.port), partial(FixedRequestHandler, storage, request_log)
+    )
+
+    def _stop(signum, frame):
+        threading.Thread(target=httpd.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+
+    print("READY {}".format(httpd.server_address[1]), flush=True)
+    try:
+        httpd.serve_forever()
+    finally:
+        httpd.server_close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The test command (README): bash scripts/test.sh [swift test args, e.g. --filter X]
+#
+# 1. scripts/setup.sh (Debian packages, .build/venv with the pinned servers);
+# 2. starts the wrapped GCS emulator (scripts/emulator.sh, in memory, bucket
+#    bucketfs-test) and Tests/Servers/fake_gcs.py, each on a free loopback port;
+# 3. exports for the tests:
+#      BUCKETFS_TEST_EMULATOR=http://127.0.0.1:PORT   (emulator)
+#      BUCKETFS_TEST_FAKE_GCS=http://127.0.0.1:PORT2  (fake_gcs.py)
+#      BUCKETFS_TEST_PYTHON=<repo>/.build/venv/bin/python
+#      BUCKETFS_TEST_REPO=<repo>
+# 4. swift build --build-tests, then swift test "$@"; exits with swift test's
+#    status. On any exit both servers are stopped (by their saved PIDs) and
+#    every mountpoint listed in .build/servers/mounts (one per line, written
+#    by tests) is lazily unmounted.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+REPO="$(pwd)"
+SERVERS="$REPO/.build/servers"
+FAKE_DIR="$SERVERS/fake"
+MOUNTS="$SERVERS/mounts"
+PY="$REPO/.build/venv/bin/python"
+
+say() { printf '==> %s\n' "$*"; }
+
+unmount_listed() {
+    [[ -f "$MOUNTS" ]] || return 0
+    local mp
+    while IFS= read -r mp; do
+        [[ -n "$mp" ]] || continue
+        fusermount3 -uz "$mp" >/dev/null 2>&1 || true
+    done <"$MOUNTS"
+    rm -f "$MOUNTS"
+}
+
+fake_pid() {
+    [[ -f "$FAKE_DIR/pid" ]] || return 1
+    local pid
+    pid="$(cat "$FAKE_DIR/pid")"
+    [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+    grep -q fake_gcs.py "/proc/$pid/cmdline" 2>/dev/null || return 1
+    echo "$pid"
+}
+
+stop_fake() {
+    local pid
+    if pid="$(fake_pid)"; then
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.05
+        done
+        kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$FAKE_DIR/pid" "$FAKE_DIR/port"
+}
+
+# shellcheck disable=SC2317 # invoked by trap
+cleanup() {
+    local status=$?
+    set +e
+    unmount_listed
+    stop_fake
+    bash "$REPO/scripts/emulator.sh" stop --name emulator
+    exit "$status"
+}
+
+start_fake() {
+    mkdir -p "$FAKE_DIR"
+    rm -f "$FAKE_DIR/stdout" "$FAKE_DIR/stderr"
+    "$PY" "$REPO/Tests/Servers/fake_gcs.py" --host 127.0.0.1 --port 0 \
+        >"$FAKE_DIR/stdout" 2>"$FAKE_DIR/stderr" </dev/null &
+    local pid=$!
+    echo "$pid" >"$FAKE_DIR/pid"
+    local deadline=$((SECONDS + 20)) port=""
+    while true; do
+        port="$(sed -n 's/^READY \([0-9][0-9]*\)$/\1/p' "$FAKE_DIR/stdout" 2>/dev/null || true)"
+        [[ -n "$port" ]] && break
+        if ! kill -0 "$pid" 2>/dev/null || ((SECONDS >= deadline)); then
+            echo "test.sh: fake_gcs.py did not become READY; stderr:" >&2
+            cat "$FAKE_DIR/stderr" >&2 || true
+            exit 1
+        fi
+        sleep 0.05
+    done
+    echo "$port" >"$FAKE_DIR/port"
+}
+
+say "setup (scripts/setup.sh)"
+bash "$REPO/scripts/setup.sh"
+
+# Leftovers of an interrupted run.
+unmount_listed
+stop_fake
+bash "$REPO/scripts/emulator.sh" stop --name emulator
+
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+say "starting GCS emulator (scripts/emulator.sh) and fake GCS (Tests/Servers/fake_gcs.py)"
+bash "$REPO/scripts/emulator.sh" start --name emulator
+start_fake
+
+BUCKETFS_TEST_EMULATOR="http://127.0.0.1:$(cat "$SERVERS/emulator/port")"
+BUCKETFS_TEST_FAKE_GCS="http://127.0.0.1:$(cat "$FAKE_DIR/port")"
+export BUCKETFS_TEST_EMULATOR BUCKETFS_TEST_FAKE_GCS
+export BUCKETFS_TEST_PYTHON="$PY"
+export BUCKETFS_TEST_REPO="$REPO"
+say "BUCKETFS_TEST_EMULATOR=$BUCKETFS_TEST_EMULATOR"
+say "BUCKETFS_TEST_FAKE_GCS=$BUCKETFS_TEST_FAKE_GCS"
+
+say "swift build --build-tests"
+swift build --build-tests
+
+say "swift test $*"
+status=0
+swift test "$@" || status=$?
+say "swift test exited with $status"
+exit "$status"

@@ -44,6 +44,14 @@ the HTTP server around them and patches a few functions. The fixes:
    for media uploads, storing the wrong content.
 6. Resumable status. A 308 for a session that has received nothing said
    ``Range: bytes=0-0``; it now has no Range header, as on GCS.
+7. Generation-pinned downloads. The emulator ignored ``generation=`` on
+   media downloads and served whatever object is live, so a reader pinned to
+   a generation could get another version's bytes. A download naming a
+   generation that is not the live one now answers 404, as GCS does for a
+   generation that no longer exists.
+8. ``includeTrailingDelimiter``. The emulator ignored it; with it, an
+   object whose name is one of the listed prefixes (a ``dir/`` placeholder)
+   is also returned as an item, as GCS does.
 
 Also: ``--request-log PATH`` appends one line per request,
 ``METHOD<TAB>PATH<TAB>QUERY`` (path and query exactly as sent, query empty
@@ -227,14 +235,61 @@ def _xml_upload(request, response, storage, *args, **kwargs):
     return _orig_xml_upload(request, response, storage, *args, **kwargs)
 
 
+# --- 7. downloads honour generation= -----------------------------------------
+
+_orig_download = emu_objects.download
+
+
+def _download(request, response, storage, *args, **kwargs):
+    wanted = (request.query.get("generation") or [None])[0]
+    if wanted is not None:
+        try:
+            live = storage.get_file_obj(request.params["bucket_name"], request.params["object_id"])
+        except Exception:  # the emulator's NotFound: let it answer as usual
+            live = None
+        if live is not None and str(live.get("generation")) != str(wanted):
+            response.status = emu_objects.HTTPStatus.NOT_FOUND
+            response.json({"error": {"code": 404, "message": "No such object generation: " + str(wanted)}})
+            return None
+    return _orig_download(request, response, storage, *args, **kwargs)
+
+
+# --- 8. list honours includeTrailingDelimiter ---------------------------------
+
+_orig_ls = emu_objects.ls
+
+
+def _ls(request, response, storage, *args, **kwargs):
+    result = _orig_ls(request, response, storage, *args, **kwargs)
+    wanted = (request.query.get("includeTrailingDelimiter") or ["false"])[0].lower() == "true"
+    if not wanted or response.status != emu_objects.HTTPStatus.OK or not request.query.get("delimiter"):
+        return result
+    listing = json.loads(response._content)
+    items = listing.get("items") or []
+    for prefix in listing.get("prefixes") or []:
+        try:
+            items.append(storage.get_file_obj(request.params["bucket_name"], prefix))
+        except Exception:  # no placeholder object for this prefix
+            pass
+    listing["items"] = sorted(items, key=lambda obj: obj.get("name") or "")
+    response.json(listing)
+    return result
+
+
 emu_objects.insert = _insert  # the router's no-/upload fallback looks it up
 emu_objects.xml_upload = _xml_upload
+emu_objects.download = _download  # objects.get(alt=media) looks it up too
+emu_objects.ls = _ls
 for _regex, _methods in emu_server.HANDLERS:
     for _method, _func in list(_methods.items()):
         if _func is _orig_insert:
             _methods[_method] = _insert
         elif _func is _orig_xml_upload:
             _methods[_method] = _xml_upload
+        elif _func is _orig_download:
+            _methods[_method] = _download
+        elif _func is _orig_ls:
+            _methods[_method] = _ls
 
 
 # --- 1./2. threaded HTTP/1.1 server ------------------------------------------

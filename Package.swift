@@ -2,7 +2,9 @@
 import PackageDescription
 
 // Layers, each its own module; dependencies point down:
-//   bucketfs (CLI) -> StorageKit -> Transport -> CCurl (C interop, the only unsafe layer)
+//   bucketfs (CLI) -> FuseBridge -> FSCore -> StorageKit -> Transport
+//   CFuse and CCurl are the C interop: only FuseBridge imports CFuse, only
+//   Transport imports CCurl.
 let package = Package(
     name: "bucketfs",
     platforms: [.macOS(.v15)],
@@ -37,15 +39,43 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        .systemLibrary(
+            name: "CFuse",
+            pkgConfig: "fuse3",
+            providers: [.apt(["libfuse3-dev"])]
+        ),
+        .target(
+            name: "FSCore",
+            dependencies: [
+                "StorageKit",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "FuseBridge",
+            dependencies: [
+                "CFuse",
+                "FSCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "bucketfs",
             dependencies: [
                 "StorageKit",
+                "FSCore",
+                "FuseBridge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "TransportTests", dependencies: ["Transport"]),
+        .testTarget(name: "FSCoreTests", dependencies: ["FSCore", "StorageKit"]),
+        .testTarget(
+            name: "FuseBridgeTests",
+            dependencies: ["FuseBridge", "FSCore", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(name: "MountTests", dependencies: ["StorageKit", "Transport", "FSCore"]),
         .testTarget(
             name: "StorageKitTests",
             dependencies: ["StorageKit", "Transport"],

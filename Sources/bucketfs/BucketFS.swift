@@ -3,8 +3,8 @@ import ArgumentParser
 struct BucketFS: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bucketfs",
-        abstract: "Mount a Cloud Storage bucket as a filesystem (for now: list one).",
-        subcommands: [ListCommand.self]
+        abstract: "Mount a Cloud Storage bucket as a filesystem.",
+        subcommands: [MountCommand.self, UnmountCommand.self, ListCommand.self, PutCommand.self, GetCommand.self]
     )
 }
 

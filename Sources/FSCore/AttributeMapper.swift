@@ -1,0 +1,69 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Turns objects into POSIX attributes, following `gcloud storage` /
+/// `gsutil -P`, which keep POSIX attributes in custom metadata:
+/// `goog-reserved-file-mtime` (decimal seconds since the epoch),
+/// `goog-reserved-posix-mode` (octal, "644" or "100644"),
+/// `goog-reserved-posix-uid` and `-gid` (decimal).
+struct AttributeMapper: Sendable {
+    static let mtimeKey = "goog-reserved-file-mtime"
+    static let modeKey = "goog-reserved-posix-mode"
+    static let uidKey = "goog-reserved-posix-uid"
+    static let gidKey = "goog-reserved-posix-gid"
+
+    let options: MountOptions
+    /// Directories without a placeholder (with known metadata) show this.
+    let mountTime: Date
+
+    func file(_ info: ObjectInfo, inode: UInt64) -> FileAttributes {
+        let mode = Self.permissions(info.customMetadata, default: options.fileMode)
+        let mtime = Self.modificationTime(info)
+        return FileAttributes(
+            inode: inode, size: info.size, mode: UInt32(S_IFREG) | mode, linkCount: 1,
+            uid: Self.id(info.customMetadata[Self.uidKey], default: options.uid),
+            gid: Self.id(info.customMetadata[Self.gidKey], default: options.gid),
+            accessTime: mtime, modificationTime: mtime, changeTime: Timestamp(info.updated))
+    }
+
+    /// A directory; `placeholder` is its `dir/` object when its metadata is
+    /// known. POSIX keys on the placeholder apply, as `chmod` on a
+    /// directory will store them there.
+    func directory(placeholder: ObjectInfo?, inode: UInt64) -> FileAttributes {
+        let metadata = placeholder?.customMetadata ?? [:]
+        let mtime = placeholder.map(Self.modificationTime) ?? Timestamp(mountTime)
+        return FileAttributes(
+            inode: inode, size: 0, mode: UInt32(S_IFDIR) | Self.permissions(metadata, default: options.dirMode),
+            linkCount: 2,
+            uid: Self.id(metadata[Self.uidKey], default: options.uid),
+            gid: Self.id(metadata[Self.gidKey], default: options.gid),
+            accessTime: mtime, modificationTime: mtime,
+            changeTime: placeholder.map { Timestamp($0.updated) } ?? mtime)
+    }
+
+    /// Permission bits from the stored octal mode. The file type in a
+    /// "100644" is dropped (the object decides whether it is a file), and so
+    /// are setuid/setgid/sticky: a bucket should not hand out setuid bits.
+    static func permissions(_ metadata: [String: String], default fallback: UInt32) -> UInt32 {
+        guard let text = metadata[modeKey]?.trimmingCharacters(in: .whitespaces),
+            let value = UInt32(text, radix: 8)
+        else { return fallback & 0o777 }
+        return value & 0o777
+    }
+
+    static func modificationTime(_ info: ObjectInfo) -> Timestamp {
+        if let text = info.customMetadata[mtimeKey]?.trimmingCharacters(in: .whitespaces),
+            let seconds = Double(text), seconds.isFinite, abs(seconds) < 1e15
+        {
+            return Timestamp(Date(timeIntervalSince1970: seconds))
+        }
+        return Timestamp(info.updated)
+    }
+
+    static func id(_ text: String?, default fallback: UInt32) -> UInt32 {
+        guard let text, let value = UInt32(text.trimmingCharacters(in: .whitespaces)) else { return fallback }
+        return value
+    }
+}

@@ -1,0 +1,244 @@
+import Foundation
+import Logging
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Downloaded object bytes on local disk, in fixed-size blocks keyed by
+/// (object name, generation, block index), so re-reads need no network and
+/// a new generation can never be served old bytes: its key differs.
+///
+/// - Files live in `directory/blocks/xx/<hash>` (256 fan-out folders). A
+///   block is written to a temporary file and renamed into place, so a
+///   concurrent reader sees a whole block or none.
+/// - Least-recently-used blocks are deleted to stay under `capacity`. The
+///   index is rebuilt from the directory at start (oldest modification
+///   first), so the cache persists across mounts. One cache directory
+///   belongs to one process at a time.
+/// - A file whose header, key, length or checksum does not match is a miss
+///   and is deleted. The checksum is verified once per file per process
+///   (whole-block read); later reads fetch only the bytes asked for.
+/// - `store(_:_:)` hands a block to a background write; until it lands the
+///   block is served from memory, so a read right after a download never
+///   misses.
+public final class BlockCache: Sendable {
+    public struct Key: Hashable, Sendable, CustomStringConvertible {
+        public var objectName: String
+        public var generation: Int64
+        public var index: Int64
+
+        public init(objectName: String, generation: Int64, index: Int64) {
+            self.objectName = objectName
+            self.generation = generation
+            self.index = index
+        }
+
+        /// What the file stores to prove whose block it is.
+        var stored: String { "\(generation)\n\(index)\n\(objectName)" }
+        var fileName: String { BlockFile.fileName(for: stored) }
+        public var description: String { "\(objectName)#\(generation)[\(index)]" }
+    }
+
+    private struct Index: Sendable {
+        var lru = LRUList<String>()
+        var sizes: [String: Int64] = [:]
+        var verified: Set<String> = []
+        var pending: [String: (key: Key, data: Data)] = [:]
+        var pendingBytes = 0
+        var used: Int64 = 0
+    }
+
+    public let directory: String
+    public let capacity: Int64
+    public let blockSize: Int
+    /// Memory queued background writes may hold; beyond it `store` drops
+    /// blocks (only a missed optimisation) rather than let a disk slower
+    /// than the network grow memory without bound.
+    public let maxPendingBytes: Int
+    private let logger: Logger
+    // Leaf lock; file I/O happens outside it.
+    private let index = Mutex(Index())
+
+    public init(
+        directory: String, capacity: Int64, blockSize: Int = 1 << 20, maxPendingBytes: Int = 32 << 20,
+        logger: Logger = Logger(label: "bucketfs.cache")
+    ) throws {
+        self.directory = directory
+        self.capacity = capacity
+        self.blockSize = blockSize
+        self.maxPendingBytes = maxPendingBytes
+        self.logger = logger
+        try FileManager.default.createDirectory(atPath: directory + "/blocks", withIntermediateDirectories: true)
+        let victims = index.withLock { index in
+            index = Self.scan(directory + "/blocks")
+            return Self.evict(&index, capacity: capacity, keep: nil)
+        }
+        for name in victims { unlink(path(of: name)) }
+    }
+
+    /// Bytes the cached blocks occupy (headers included).
+    public var usedBytes: Int64 { index.withLock { $0.used } }
+    public var blockCount: Int { index.withLock { $0.sizes.count } }
+
+    public func contains(_ key: Key) -> Bool {
+        let name = key.fileName
+        return index.withLock { $0.pending[name]?.key == key || $0.sizes[name] != nil }
+    }
+
+    /// Bytes `range` of block `key`, whose full length is `blockLength`;
+    /// nil on a miss. Counts as a use for LRU.
+    public func read(_ key: Key, range: Range<Int>, blockLength: Int) -> Data? {
+        precondition(range.lowerBound >= 0 && range.upperBound <= blockLength)
+        let name = key.fileName
+        enum Look { case memory(Data), file(verified: Bool), miss }
+        let look: Look = index.withLock { index in
+            if let pending = index.pending[name], pending.key == key { return .memory(pending.data) }
+            guard index.sizes[name] != nil else { return .miss }
+            index.lru.touch(name)
+            return .file(verified: index.verified.contains(name))
+        }
+        switch look {
+        case .miss:
+            return nil
+        case .memory(let data):
+            guard data.count == blockLength else { return nil }
+            return data.subdata(in: (data.startIndex + range.lowerBound)..<(data.startIndex + range.upperBound))
+        case .file(let verified):
+            if let data = readFile(name, key: key, range: range, blockLength: blockLength, verified: verified) {
+                return data
+            }
+            logger.debug("block cache: dropping unreadable or damaged block", metadata: ["block": "\(key)"])
+            remove(name)
+            return nil
+        }
+    }
+
+    /// Writes a block now (temp file + rename), evicting old blocks.
+    public func write(_ key: Key, _ data: Data) {
+        let name = key.fileName
+        let header = BlockFile.encodeHeader(key: key.stored, payload: data)
+        let size = Int64(header.count + data.count)
+        guard size <= capacity else { return }
+        let folder = directory + "/blocks/" + name.prefix(2)
+        let temporary = "\(folder)/\(name).\(UInt64.random(in: 0...UInt64.max)).tmp"
+        mkdir(folder, 0o700)
+        guard BlockFile.write(path: temporary, header: header, payload: data),
+            rename(temporary, path(of: name)) == 0
+        else {
+            logger.warning("block cache: cannot write block", metadata: ["block": "\(key)", "errno": "\(errno)"])
+            unlink(temporary)
+            return
+        }
+        let victims = index.withLock { index in
+            if let old = index.sizes[name] { index.used -= old }
+            index.sizes[name] = size
+            index.used += size
+            index.verified.insert(name)
+            index.lru.touch(name)
+            return Self.evict(&index, capacity: capacity, keep: name)
+        }
+        for victim in victims { unlink(path(of: victim)) }
+    }
+
+    /// Queues a block for writing in the background; it is readable from
+    /// memory at once.
+    public func store(_ key: Key, _ data: Data) {
+        let name = key.fileName
+        let queued = index.withLock { index in
+            guard index.pending[name] == nil, index.pendingBytes + data.count <= maxPendingBytes else { return false }
+            index.pending[name] = (key, data)
+            index.pendingBytes += data.count
+            return true
+        }
+        guard queued else {
+            logger.trace("block cache: write queue full or block queued; not caching", metadata: ["block": "\(key)"])
+            return
+        }
+        Task.detached(priority: .utility) { [self] in
+            write(key, data)
+            index.withLock { index in
+                if index.pending.removeValue(forKey: name) != nil { index.pendingBytes -= data.count }
+            }
+        }
+    }
+
+    /// Waits until every queued block has been written (tests, shutdown).
+    public func waitForPendingWrites() async {
+        while index.withLock({ !$0.pending.isEmpty }) {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    // MARK: - Files
+
+    private func path(of name: String) -> String {
+        "\(directory)/blocks/\(name.prefix(2))/\(name)"
+    }
+
+    private func readFile(_ name: String, key: Key, range: Range<Int>, blockLength: Int, verified: Bool) -> Data? {
+        let fd = open(path(of: name), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        guard let header = BlockFile.readHeader(fd, key: key.stored), header.payloadLength == Int64(blockLength) else { return nil }
+        if verified {
+            return BlockFile.readExactly(fd, count: range.count, at: header.payloadOffset + Int64(range.lowerBound))
+        }
+        guard let payload = BlockFile.readExactly(fd, count: blockLength, at: header.payloadOffset),
+            BlockFile.checksum(payload) == header.checksum
+        else { return nil }
+        index.withLock { _ = $0.verified.insert(name) }
+        return payload.subdata(in: range)
+    }
+
+    private func remove(_ name: String) {
+        let known = index.withLock { index -> Bool in
+            guard let size = index.sizes.removeValue(forKey: name) else { return false }
+            index.used -= size
+            index.lru.remove(name)
+            index.verified.remove(name)
+            return true
+        }
+        if known { unlink(path(of: name)) }
+    }
+
+    /// Removes least-recent entries until under `capacity`; returns their
+    /// names for the caller to unlink outside the lock. A reader that has
+    /// the file open keeps reading it (POSIX unlink semantics).
+    private static func evict(_ index: inout Index, capacity: Int64, keep: String?) -> [String] {
+        var victims: [String] = []
+        while index.used > capacity, let oldest = index.lru.leastRecent, oldest != keep {
+            index.lru.remove(oldest)
+            index.used -= index.sizes.removeValue(forKey: oldest) ?? 0
+            index.verified.remove(oldest)
+            victims.append(oldest)
+        }
+        return victims
+    }
+
+    private static func scan(_ root: String) -> Index {
+        var found: [(name: String, size: Int64, modified: Date)] = []
+        let manager = FileManager.default
+        for folder in (try? manager.contentsOfDirectory(atPath: root)) ?? [] {
+            let folderPath = root + "/" + folder
+            for file in (try? manager.contentsOfDirectory(atPath: folderPath)) ?? [] {
+                let filePath = folderPath + "/" + file
+                if file.hasSuffix(".tmp") {
+                    unlink(filePath)  // a write interrupted by a crash
+                    continue
+                }
+                guard let attributes = try? manager.attributesOfItem(atPath: filePath),
+                    let size = (attributes[.size] as? NSNumber)?.int64Value
+                else { continue }
+                found.append((file, size, attributes[.modificationDate] as? Date ?? .distantPast))
+            }
+        }
+        var index = Index()
+        for entry in found.sorted(by: { $0.modified < $1.modified }) {
+            index.lru.touch(entry.name)
+            index.sizes[entry.name] = entry.size
+            index.used += entry.size
+        }
+        return index
+    }
+}

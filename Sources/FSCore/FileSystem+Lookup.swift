@@ -1,0 +1,149 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Names to inodes: lookup, getattr and the kernel's lookup counting.
+extension FileSystem {
+    public func lookup(parent: UInt64, name: String) async throws(FSError) -> EntryReply {
+        let parentRecord = try record(parent)
+        guard parentRecord.kind == .directory else { throw FSError(ENOTDIR, "lookup in file \(parentRecord.path)") }
+        guard PathRules.isValidEntryName(name) else { throw FSError(ENOENT, "no object can be named \(name)") }
+        let path = PathRules.join(parentRecord.path, name)
+        guard objectName(path).utf8.count < PathRules.maximumObjectNameLength else {
+            throw FSError(ENAMETOOLONG, objectName(path))
+        }
+        let now = clock.now
+        if let cached = try state.withLock({ s throws(FSError) -> EntryReply? in
+            guard let node = s.stats.lookup(path, now: now) else { return nil }
+            return try countedEntry(path, node, &s)
+        }) {
+            return cached
+        }
+        let node = try await probe(path)
+        let later = clock.now
+        return try state.withLock { s throws(FSError) in
+            s.stats.insert(path, node, now: later)
+            return try countedEntry(path, node, &s)
+        }
+    }
+
+    public func forget(_ inode: UInt64, lookups: UInt64) {
+        state.withLock { s in
+            s.inodes.forget(inode, lookups)
+            s.inodes.checkInvariants()
+        }
+    }
+
+    public func countLookups(_ inodes: [UInt64]) {
+        let unknown = state.withLock { s in inodes.filter { !s.inodes.addLookups($0) } }
+        if !unknown.isEmpty {
+            logger.warning("lookups counted for unknown inodes", metadata: ["inodes": "\(unknown)"])
+        }
+    }
+
+    public func getattr(_ inode: UInt64) async throws(FSError) -> AttributesReply {
+        let record = try record(inode)
+        if inode == InodeTable.root {
+            return AttributesReply(attributes: mapper.directory(placeholder: nil, inode: inode), timeout: options.kernelTimeout)
+        }
+        let now = clock.now
+        let node: StatCache.Node
+        if let cached = state.withLock({ $0.stats.lookup(record.path, now: now) }) {
+            node = cached
+        } else {
+            node = try await refresh(record)
+            let later = clock.now
+            state.withLock { $0.stats.insert(record.path, node, now: later) }
+        }
+        guard let attributes = attributes(node, inode: inode), node.kind == record.kind else {
+            // Gone, or its name now means a directory instead of a file (or
+            // the reverse): the kernel drops this inode and looks up again.
+            throw FSError(ENOENT, "\(record.path) is gone")
+        }
+        return AttributesReply(attributes: attributes, timeout: options.kernelTimeout)
+    }
+
+    // MARK: - Probing the store
+
+    /// The inode of `path` as `node` says, with one kernel lookup counted.
+    private func countedEntry(_ path: String, _ node: StatCache.Node, _ s: inout State) throws(FSError) -> EntryReply {
+        guard let kind = node.kind else { throw FSError(ENOENT, "\(objectName(path)) does not exist") }
+        let inode = s.inodes.lookup(path, kind: kind)
+        return entryReply(attributes(node, inode: inode)!)
+    }
+
+    /// What `path` is now. Three requests in parallel, one round trip:
+    /// the object itself, its `path/` placeholder (which makes an empty
+    /// directory exist and carries its metadata), and one listed name
+    /// below `path/` (an implicit directory). A directory wins over a file.
+    func probe(_ path: String) async throws(FSError) -> StatCache.Node {
+        let name = objectName(path)
+        async let file = statResult(name)
+        async let placeholder = statResult(name + "/")
+        async let children = listResult(name + "/")
+        let (fileResult, placeholderResult, childrenResult) = await (file, placeholder, children)
+
+        var placeholderInfo: ObjectInfo?
+        switch placeholderResult {
+        case .success(let info): placeholderInfo = info
+        case .failure(.notFound): placeholderInfo = nil
+        case .failure(let error): throw failure(error, "stat", path + "/")
+        }
+        let page: ListPage
+        switch childrenResult {
+        case .success(let p): page = p
+        case .failure(let error): throw failure(error, "list", path + "/")
+        }
+        let hasChildren = !page.prefixes.isEmpty || !page.items.isEmpty || !page.placeholderPrefixes.isEmpty || page.nextPageToken != nil
+        if placeholderInfo != nil || hasChildren {
+            return .directory(placeholder: placeholderInfo)
+        }
+        switch fileResult {
+        case .success(let info): return .file(info)
+        case .failure(.notFound): return .absent
+        case .failure(let error): throw failure(error, "stat", path)
+        }
+    }
+
+    /// A stale entry of a known inode: a file needs one stat (whether a
+    /// directory has meanwhile appeared beside it is left to the next
+    /// lookup or listing); a directory is probed in full.
+    private func refresh(_ record: InodeTable.Record) async throws(FSError) -> StatCache.Node {
+        guard record.kind == .file else { return try await probe(record.path) }
+        switch await statResult(objectName(record.path)) {
+        case .success(let info): return .file(info)
+        case .failure(.notFound): return .absent
+        case .failure(let error): throw failure(error, "stat", record.path)
+        }
+    }
+
+    /// `stat`, with a reply for another name (a store that normalises
+    /// `a/` to `a`) read as absent.
+    func statResult(_ name: String) async -> Result<ObjectInfo, StoreError> {
+        do {
+            let info = try await store.stat(name)
+            return info.name == name ? .success(info) : .failure(.notFound(name))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func listResult(_ prefix: String) async -> Result<ListPage, StoreError> {
+        do {
+            return .success(try await store.list(prefix: prefix, pageToken: nil, maxResults: 1))
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+extension StatCache.Node {
+    var kind: InodeTable.Kind? {
+        switch self {
+        case .file: return .file
+        case .directory: return .directory
+        case .absent: return nil
+        }
+    }
+}

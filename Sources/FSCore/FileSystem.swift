@@ -1,0 +1,164 @@
+import Foundation
+import Logging
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The filesystem core: POSIX semantics over an `ObjectStore`, with no
+/// knowledge of libfuse. The bridge calls `FileSystemOperations`.
+///
+/// Semantics (the README repeats them for users):
+/// - Directories are implicit: every prefix `a/` is a directory, and so is
+///   a `a/` placeholder object with nothing under it.
+/// - **Directory wins**: when an object `a` and a prefix `a/` both exist,
+///   `a` is a directory and the object `a` is hidden (not listed, not
+///   reachable by name). It is still in the bucket, visible to other tools.
+/// - Names that cannot be files — with an empty segment (`a//b`), a
+///   trailing `/` (other than a directory placeholder), or `.`/`..`
+///   segments — are skipped in listings with a debug log line.
+/// - Attributes: see `AttributeMapper`. Directories: `dirMode`, two links,
+///   size 0, the placeholder's mtime if it is known, else the mount time.
+/// - Metadata is trusted for `statTTL` (absent names for `negativeTTL`),
+///   and the kernel is told the same TTL.
+///
+/// The operations are split by family: `FileSystem+Lookup`,
+/// `FileSystem+Directories`, `FileSystem+Files`.
+public final class FileSystem: FileSystemOperations {
+    let store: any ObjectStore
+    let options: MountOptions
+    let clock: any MonotonicClock
+    let logger: Logger
+    let mapper: AttributeMapper
+    /// `options.objectPrefix`, computed once.
+    let objectPrefix: String
+    let blockCache: BlockCache?
+    let budget: ReadAheadBudget
+    let readAhead: ReadAhead.Configuration
+
+    struct State: Sendable {
+        var inodes = InodeTable()
+        var stats: StatCache
+        var directories: [UInt64: DirectoryHandle] = [:]
+        var files: [UInt64: OpenFile] = [:]
+        /// Recent full listings by listed prefix, reused by opendir within
+        /// statTTL (as attributes are), so a second `ls -l` asks nothing.
+        var listings: [String: CachedListing] = [:]
+        /// Shared by directory and file handles, never reused.
+        var nextHandle: UInt64 = 1
+    }
+
+    /// A directory's listing (every page) and when it was read.
+    struct CachedListing: Sendable {
+        let prefixes: [String]
+        let items: [ObjectInfo]
+        let readAt: Duration
+    }
+
+    /// Listings kept at most; the oldest goes first.
+    static let cachedListingLimit = 64
+
+    // Lock order: `state` is a leaf. No other lock is taken while it is
+    // held (clock readings are taken before, `FileReader.close` after), and
+    // it is never held across an await: every operation reads what it
+    // needs, releases, awaits the store, then re-locks and re-checks.
+    let state: Mutex<State>
+
+    /// - Parameters:
+    ///   - clock: monotonic time for TTLs (tests pass a `ManualClock`).
+    ///   - mountTime: shown as the mtime of directories without a known
+    ///     placeholder.
+    ///
+    /// If the cache directory cannot be used, the mount still works without
+    /// a block cache (an error is logged); callers that want to refuse to
+    /// mount should create and check the directory first.
+    public init(
+        store: any ObjectStore, options: MountOptions, clock: any MonotonicClock = SystemClock(),
+        logger: Logger = Logger(label: "bucketfs.core"), mountTime: Date = Date()
+    ) {
+        self.store = store
+        self.options = options
+        self.clock = clock
+        self.logger = logger
+        self.mapper = AttributeMapper(options: options, mountTime: mountTime)
+        self.objectPrefix = options.objectPrefix
+        var blockCache: BlockCache?
+        if let directory = options.cacheDirectory {
+            do {
+                blockCache = try BlockCache(directory: directory, capacity: options.cacheSize, logger: logger)
+            } catch {
+                logger.error("block cache disabled: cannot use the cache directory", metadata: ["directory": "\(directory)", "cause": "\(error)"])
+            }
+        }
+        self.blockCache = blockCache
+        self.budget = ReadAheadBudget(limit: options.readAheadBudget)
+        self.readAhead = ReadAhead.Configuration(
+            initialWindow: options.readAheadInitial, maxWindow: options.readAheadMax,
+            blockSize: Int64(blockCache?.blockSize ?? 1 << 20))
+        self.state = Mutex(State(stats: StatCache(
+            ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL), capacity: options.statCacheCapacity)))
+    }
+
+    // MARK: - Shared helpers
+
+    /// The object name of mount path `path`.
+    func objectName(_ path: String) -> String { objectPrefix + path }
+
+    /// Path and kind of a known, still bound inode.
+    func record(_ inode: UInt64, _ s: borrowing State) throws(FSError) -> InodeTable.Record {
+        guard let record = s.inodes[inode] else { throw FSError(ENOENT, "unknown inode \(inode)") }
+        guard record.bound else { throw FSError(ENOENT, "\(record.path) now names something else") }
+        return record
+    }
+
+    func record(_ inode: UInt64) throws(FSError) -> InodeTable.Record {
+        try state.withLock { s throws(FSError) in try record(inode, s) }
+    }
+
+    func attributes(_ node: StatCache.Node, inode: UInt64) -> FileAttributes? {
+        switch node {
+        case .file(let info): return mapper.file(info, inode: inode)
+        case .directory(let placeholder): return mapper.directory(placeholder: placeholder, inode: inode)
+        case .absent: return nil
+        }
+    }
+
+    func entryReply(_ attributes: FileAttributes) -> EntryReply {
+        EntryReply(attributes: attributes, entryTimeout: options.kernelTimeout, attributeTimeout: options.kernelTimeout)
+    }
+
+    /// The errno for a store failure, logged with its cause. Absence is
+    /// routine (shells probe for files), so it is only logged at debug.
+    func failure(_ error: StoreError, _ operation: String, _ path: String) -> FSError {
+        let failure = FSError(error, "\(operation) \(objectName(path))")
+        if case .notFound = error {
+            logger.debug("\(failure)")
+        } else {
+            logger.warning("\(operation) failed", metadata: ["object": "\(objectName(path))", "cause": "\(error)", "errno": "\(failure.errno)"])
+        }
+        return failure
+    }
+
+    // MARK: - statfs
+
+    /// Buckets have no capacity to speak of; `df` wants numbers, so report
+    /// 1 PiB, all free, and plenty of inodes.
+    public func statfs() -> FilesystemStatistics {
+        let blockSize: UInt64 = 4096
+        let blocks: UInt64 = (1 << 50) / blockSize
+        return FilesystemStatistics(
+            blockSize: blockSize, blocks: blocks, freeBlocks: blocks, availableBlocks: blocks,
+            files: 1 << 32, freeFiles: 1 << 32, maximumNameLength: UInt64(PathRules.maximumObjectNameLength))
+    }
+
+    // MARK: - Introspection (tests, diagnostics)
+
+    /// Inodes currently known, the root included.
+    public var knownInodeCount: Int { state.withLock { $0.inodes.count } }
+
+    /// The lookup count the core holds for `inode` (nil if unknown).
+    public func lookupCount(_ inode: UInt64) -> UInt64? { state.withLock { $0.inodes[inode]?.lookups } }
+
+    /// Bytes reserved by read-ahead buffers of all open files.
+    public var readAheadBytesInUse: Int64 { budget.inUse }
+}

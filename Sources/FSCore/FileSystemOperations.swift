@@ -1,0 +1,161 @@
+import Foundation
+
+/// What the FUSE bridge asks of the filesystem: Swift values in, small
+/// Swift replies out, no libfuse types. Each method answers one kernel
+/// request; the bridge turns the reply into exactly one fuse_reply_*.
+///
+/// Inode numbers: 1 is the root. Lookup counting follows the kernel:
+/// `lookup` counts one lookup of the returned inode; `readdir` counts
+/// nothing, and the bridge calls `countLookups` for the readdirplus entries
+/// it actually packed (never "." and ".."); `forget` subtracts.
+public protocol FileSystemOperations: Sendable {
+    func lookup(parent: UInt64, name: String) async throws(FSError) -> EntryReply
+    func forget(_ inode: UInt64, lookups: UInt64)
+    func countLookups(_ inodes: [UInt64])
+    func getattr(_ inode: UInt64) async throws(FSError) -> AttributesReply
+
+    func opendir(_ inode: UInt64) async throws(FSError) -> UInt64
+    /// The entries after `offset` ("." and ".." first, at offsets 1 and 2);
+    /// each entry's `nextOffset` resumes after it.
+    func readdir(_ inode: UInt64, handle: UInt64, offset: Int64) async throws(FSError) -> [DirectoryEntry]
+    func releasedir(_ inode: UInt64, handle: UInt64)
+
+    func open(_ inode: UInt64, flags: Int32) async throws(FSError) -> OpenReply
+    func read(_ inode: UInt64, handle: UInt64, offset: Int64, size: Int) async throws(FSError) -> Data
+    func release(_ inode: UInt64, handle: UInt64) async throws(FSError)
+
+    func statfs() -> FilesystemStatistics
+}
+
+/// An errno for the kernel, with what happened for the log.
+public struct FSError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let errno: Int32
+    public let message: String
+
+    public init(_ errno: Int32, _ message: String = "") {
+        self.errno = errno
+        self.message = message
+    }
+
+    public var description: String { "errno \(errno) (\(String(cString: strerror(errno))))\(message.isEmpty ? "" : ": \(message)")" }
+}
+
+public struct Timestamp: Sendable, Equatable {
+    public var seconds: Int64
+    public var nanoseconds: Int64
+
+    public init(seconds: Int64, nanoseconds: Int64 = 0) {
+        self.seconds = seconds
+        self.nanoseconds = nanoseconds
+    }
+
+    public init(_ date: Date) {
+        let t = date.timeIntervalSince1970
+        let s = t.rounded(.down)
+        self.init(seconds: Int64(s), nanoseconds: Int64(((t - s) * 1e9).rounded()))
+    }
+}
+
+public struct FileAttributes: Sendable, Equatable {
+    public var inode: UInt64
+    public var size: Int64
+    /// File type and permission bits (S_IFDIR | 0o755, S_IFREG | 0o644, ...).
+    public var mode: UInt32
+    public var linkCount: UInt32
+    public var uid: UInt32
+    public var gid: UInt32
+    public var accessTime: Timestamp
+    public var modificationTime: Timestamp
+    public var changeTime: Timestamp
+    public var blockSize: Int32
+
+    public init(
+        inode: UInt64, size: Int64, mode: UInt32, linkCount: UInt32, uid: UInt32, gid: UInt32,
+        accessTime: Timestamp, modificationTime: Timestamp, changeTime: Timestamp, blockSize: Int32 = 4096
+    ) {
+        self.inode = inode
+        self.size = size
+        self.mode = mode
+        self.linkCount = linkCount
+        self.uid = uid
+        self.gid = gid
+        self.accessTime = accessTime
+        self.modificationTime = modificationTime
+        self.changeTime = changeTime
+        self.blockSize = blockSize
+    }
+
+    /// 512-byte blocks, as st_blocks counts them.
+    public var blocks: Int64 { (size + 511) / 512 }
+}
+
+public struct EntryReply: Sendable, Equatable {
+    public var attributes: FileAttributes
+    /// Seconds the kernel may cache the name → inode binding.
+    public var entryTimeout: Double
+    /// Seconds the kernel may cache the attributes.
+    public var attributeTimeout: Double
+
+    public init(attributes: FileAttributes, entryTimeout: Double, attributeTimeout: Double) {
+        self.attributes = attributes
+        self.entryTimeout = entryTimeout
+        self.attributeTimeout = attributeTimeout
+    }
+}
+
+public struct AttributesReply: Sendable, Equatable {
+    public var attributes: FileAttributes
+    public var timeout: Double
+
+    public init(attributes: FileAttributes, timeout: Double) {
+        self.attributes = attributes
+        self.timeout = timeout
+    }
+}
+
+public struct DirectoryEntry: Sendable, Equatable {
+    public var name: String
+    /// Full entry for readdirplus (inode, attributes, timeouts).
+    public var entry: EntryReply
+    public var nextOffset: Int64
+
+    public init(name: String, entry: EntryReply, nextOffset: Int64) {
+        self.name = name
+        self.entry = entry
+        self.nextOffset = nextOffset
+    }
+}
+
+public struct OpenReply: Sendable, Equatable {
+    public var handle: UInt64
+    /// Bypass the page cache for this open file.
+    public var directIO: Bool
+    /// Keep the kernel's cached pages from an earlier open (same generation).
+    public var keepCache: Bool
+
+    public init(handle: UInt64, directIO: Bool = false, keepCache: Bool = false) {
+        self.handle = handle
+        self.directIO = directIO
+        self.keepCache = keepCache
+    }
+}
+
+public struct FilesystemStatistics: Sendable, Equatable {
+    public var blockSize: UInt64
+    public var blocks: UInt64
+    public var freeBlocks: UInt64
+    public var availableBlocks: UInt64
+    public var files: UInt64
+    public var freeFiles: UInt64
+    public var maximumNameLength: UInt64
+
+    public init(blockSize: UInt64, blocks: UInt64, freeBlocks: UInt64, availableBlocks: UInt64, files: UInt64, freeFiles: UInt64, maximumNameLength: UInt64) {
+        self.blockSize = blockSize
+        self.blocks = blocks
+        self.freeBlocks = freeBlocks
+        self.availableBlocks = availableBlocks
+        self.files = files
+        self.freeFiles = freeFiles
+        self.maximumNameLength = maximumNameLength
+    }
+}

@@ -1,0 +1,290 @@
+import Foundation
+import Synchronization
+
+/// A complete `ObjectStore` in memory, for tests of the core and of the
+/// modules above it. It follows Cloud Storage where the core depends on
+/// it: lexicographic (UTF-8 byte) order, real paging by `maxResults` and
+/// `pageToken` (items and prefixes both count), the delimiter and
+/// placeholder rules of `ListPage`, increasing generations,
+/// metagenerations, preconditions, and reads pinned to a generation.
+///
+/// Tests also get request counters per operation (to assert "no
+/// per-object request") and fault injection (`failNext`, `faultHook`).
+/// `ObjectStoreConformance` runs against it and against the real store.
+public final class InMemoryObjectStore: ObjectStore {
+    public enum Operation: String, Sendable, CaseIterable {
+        case list, stat, read, put, delete, copy, patch
+    }
+
+    /// Decides whether a call fails: given the operation and the object
+    /// name (or listed prefix), return an error to throw, or nil.
+    public typealias FaultHook = @Sendable (Operation, String) -> StoreError?
+
+    private struct Object: Sendable {
+        var info: ObjectInfo
+        var data: Data
+    }
+
+    private struct State: Sendable {
+        var objects: [String: Object] = [:]
+        /// Object names in byte order, rebuilt lazily after a change.
+        var sortedNames: [String]?
+        var nextGeneration: Int64 = 1_700_000_000_000_001
+        var counts: [Operation: Int] = [:]
+        var faults: [(remaining: Int, error: StoreError, operations: Set<Operation>)] = []
+        var hook: FaultHook?
+    }
+
+    // Leaf lock; nothing is awaited while it is held.
+    private let state = Mutex(State())
+    private let now: @Sendable () -> Date
+    /// Bytes per call of a read's sink, as a network would deliver them.
+    public let chunkSize: Int
+
+    public init(now: @escaping @Sendable () -> Date = { Date() }, chunkSize: Int = 64 << 10) {
+        self.now = now
+        self.chunkSize = max(1, chunkSize)
+    }
+
+    // MARK: - Test controls
+
+    /// How many calls of `operation` were made (failed ones included).
+    public func requestCount(_ operation: Operation) -> Int { state.withLock { $0.counts[operation] ?? 0 } }
+
+    /// All calls so far, by operation.
+    public var requestCounts: [Operation: Int] { state.withLock { $0.counts } }
+
+    public var totalRequests: Int { state.withLock { $0.counts.values.reduce(0, +) } }
+
+    public func resetCounters() { state.withLock { $0.counts = [:] } }
+
+    /// The next `count` calls of `operations` (default: any) fail with `error`.
+    public func failNext(_ count: Int, with error: StoreError, operations: Set<Operation> = Set(Operation.allCases)) {
+        state.withLock { $0.faults.append((count, error, operations)) }
+    }
+
+    public func setFaultHook(_ hook: FaultHook?) { state.withLock { $0.hook = hook } }
+
+    /// Stores `data` as `name` without counting a request (test setup).
+    @discardableResult
+    public func seed(_ name: String, _ data: Data = Data(), contentType: String? = nil, customMetadata: [String: String] = [:]) -> ObjectInfo {
+        state.withLock { s in
+            Self.store(&s, name: name, data: data, contentType: contentType, customMetadata: customMetadata, at: now())
+        }
+    }
+
+    /// Stored objects' names (no request counted).
+    public var objectNames: [String] { state.withLock { Self.sorted(&$0) } }
+
+    // MARK: - ObjectStore
+
+    public func list(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ListPage {
+        try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .list, prefix)
+            guard (1...1000).contains(maxResults) else { throw .invalidArgument("maxResults \(maxResults) not in 1...1000") }
+            let names = Self.sorted(&s)
+            // Names below `prefix` form one contiguous run in byte order.
+            var start = Self.firstIndex(in: names) { !$0.utf8.lexicographicallyPrecedes(prefix.utf8) }
+            if let token = pageToken {
+                // The token is the last name or prefix returned; after a
+                // prefix, everything below it was returned too.
+                start = Self.firstIndex(in: names, from: start) {
+                    !Self.precedesOrEqual($0, token) && !(token.hasSuffix("/") && $0.utf8.starts(with: token.utf8))
+                }
+            }
+            var page = ListPage(prefixes: [], items: [])
+            var index = start
+            var taken = 0
+            var lastKey: String?
+            while index < names.count {
+                let name = names[index]
+                guard name.utf8.starts(with: prefix.utf8) else { break }
+                let rest = name.utf8.dropFirst(prefix.utf8.count)
+                if rest.isEmpty {
+                    // The listed prefix's own placeholder is the directory
+                    // being listed, not an entry of it.
+                    index += 1
+                    continue
+                }
+                if taken == maxResults {
+                    page.nextPageToken = lastKey
+                    break
+                }
+                if let slash = rest.firstIndex(of: UInt8(ascii: "/")) {
+                    let sub = prefix + String(Substring(rest[...slash]))
+                    // Skip everything below this prefix.
+                    index = Self.firstIndex(in: names, from: index) { !$0.utf8.starts(with: sub.utf8) }
+                    if slash == rest.startIndex { continue }  // "prefix//…": an empty segment
+                    page.prefixes.append(sub)
+                    if s.objects[sub] != nil { page.placeholderPrefixes.insert(sub) }
+                    lastKey = sub
+                } else {
+                    page.items.append(s.objects[name]!.info)
+                    lastKey = name
+                    index += 1
+                }
+                taken += 1
+            }
+            return page
+        }
+    }
+
+    public func stat(_ name: String) async throws(StoreError) -> ObjectInfo {
+        try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .stat, name)
+            guard let object = s.objects[name] else { throw .notFound(name) }
+            return object.info
+        }
+    }
+
+    public func read(
+        _ name: String, generation: Int64, range: Range<Int64>,
+        into sink: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void
+    ) async throws(StoreError) -> Int64 {
+        let data = try state.withLock { s throws(StoreError) -> Data in
+            try Self.begin(&s, .read, name)
+            guard let object = s.objects[name], object.info.generation == generation else {
+                throw .notFound("\(name)#\(generation)")
+            }
+            guard range.lowerBound >= 0 else { throw .invalidArgument("range \(range)") }
+            let lower = Int(min(range.lowerBound, Int64(object.data.count)))
+            let upper = Int(min(range.upperBound, Int64(object.data.count)))
+            return object.data.subdata(in: lower..<upper)
+        }
+        var offset = 0
+        while offset < data.count {
+            if Task.isCancelled { throw .cancelled }
+            let end = min(data.count, offset + chunkSize)
+            do {
+                try data[offset..<end].withUnsafeBytes { try sink($0) }
+            } catch {
+                throw .other("sink refused bytes: \(error)")
+            }
+            offset = end
+        }
+        return Int64(data.count)
+    }
+
+    public func put(_ name: String, from path: String?, options: PutOptions) async throws(StoreError) -> ObjectInfo {
+        var data = Data()
+        if let path {
+            do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw .invalidArgument("cannot read \(path): \(error)") }
+        }
+        return try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .put, name)
+            try Self.validate(name)
+            try Self.check(s.objects[name]?.info.generation, matches: options.ifGenerationMatch, name)
+            return Self.store(&s, name: name, data: data, contentType: options.contentType, customMetadata: options.customMetadata, at: now())
+        }
+    }
+
+    public func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError) {
+        try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .delete, name)
+            guard let object = s.objects[name] else { throw .notFound(name) }
+            try Self.check(object.info.generation, matches: ifGenerationMatch, name)
+            s.objects[name] = nil
+            s.sortedNames = nil
+        }
+    }
+
+    public func copy(_ source: String, to destination: String, ifSourceGenerationMatch: Int64?, ifGenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo {
+        try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .copy, source)
+            try Self.validate(destination)
+            guard let original = s.objects[source] else { throw .notFound(source) }
+            try Self.check(original.info.generation, matches: ifSourceGenerationMatch, source)
+            try Self.check(s.objects[destination]?.info.generation, matches: ifGenerationMatch, destination)
+            var info = Self.store(&s, name: destination, data: original.data, contentType: original.info.contentType,
+                                  customMetadata: original.info.customMetadata, at: now())
+            info.cacheControl = original.info.cacheControl
+            info.contentDisposition = original.info.contentDisposition
+            info.contentEncoding = original.info.contentEncoding
+            info.contentLanguage = original.info.contentLanguage
+            s.objects[destination]?.info = info
+            return info
+        }
+    }
+
+    public func patch(_ name: String, _ patch: MetadataPatch, ifMetagenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo {
+        try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .patch, name)
+            guard var info = s.objects[name]?.info else { throw .notFound(name) }
+            if let expected = ifMetagenerationMatch, expected != info.metageneration {
+                throw .preconditionFailed("\(name): metageneration \(info.metageneration), expected \(expected)")
+            }
+            for (key, value) in patch.customMetadata { info.customMetadata[key] = value }
+            if let v = patch.contentType { info.contentType = v }
+            if let v = patch.cacheControl { info.cacheControl = v }
+            if let v = patch.contentDisposition { info.contentDisposition = v }
+            if let v = patch.contentEncoding { info.contentEncoding = v }
+            if let v = patch.contentLanguage { info.contentLanguage = v }
+            info.metageneration += 1
+            info.updated = now()
+            s.objects[name]!.info = info
+            return info
+        }
+    }
+
+    // MARK: - Internals (under the lock)
+
+    /// Counts the call and applies injected faults.
+    private static func begin(_ s: inout State, _ operation: Operation, _ name: String) throws(StoreError) {
+        s.counts[operation, default: 0] += 1
+        if let index = s.faults.firstIndex(where: { $0.remaining > 0 && $0.operations.contains(operation) }) {
+            s.faults[index].remaining -= 1
+            let error = s.faults[index].error
+            if s.faults[index].remaining == 0 { s.faults.remove(at: index) }
+            throw error
+        }
+        if let error = s.hook?(operation, name) { throw error }
+    }
+
+    private static func validate(_ name: String) throws(StoreError) {
+        let bytes = name.utf8.count
+        guard bytes >= 1, bytes <= 1024, !name.contains("\r"), !name.contains("\n") else {
+            throw .invalidArgument("object name \(name.debugDescription)")
+        }
+    }
+
+    /// `ifGenerationMatch`: 0 means "only if absent".
+    private static func check(_ live: Int64?, matches expected: Int64?, _ name: String) throws(StoreError) {
+        guard let expected else { return }
+        guard (live ?? 0) == expected else {
+            throw .preconditionFailed("\(name): generation \(live ?? 0), expected \(expected)")
+        }
+    }
+
+    private static func store(_ s: inout State, name: String, data: Data, contentType: String?, customMetadata: [String: String], at date: Date) -> ObjectInfo {
+        var info = ObjectInfo(
+            name: name, size: Int64(data.count), generation: s.nextGeneration, metageneration: 1, updated: date,
+            contentType: contentType ?? "application/octet-stream", customMetadata: customMetadata)
+        info.timeCreated = date
+        s.nextGeneration += 1
+        if s.objects[name] == nil { s.sortedNames = nil }
+        s.objects[name] = Object(info: info, data: data)
+        return info
+    }
+
+    private static func sorted(_ s: inout State) -> [String] {
+        if let names = s.sortedNames { return names }
+        let names = s.objects.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        s.sortedNames = names
+        return names
+    }
+
+    private static func precedesOrEqual(_ a: String, _ b: String) -> Bool {
+        !b.utf8.lexicographicallyPrecedes(a.utf8)
+    }
+
+    /// First index at or after `from` where `condition` holds, assuming it
+    /// is false then true along `names` (binary search).
+    private static func firstIndex(in names: [String], from: Int = 0, where condition: (String) -> Bool) -> Int {
+        var low = from, high = names.count
+        while low < high {
+            let mid = (low + high) / 2
+            if condition(names[mid]) { high = mid } else { low = mid + 1 }
+        }
+        return low
+    }
+}

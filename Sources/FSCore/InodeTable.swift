@@ -1,0 +1,131 @@
+/// Inode numbers ↔ paths, and the kernel's lookup counts.
+///
+/// Invariants (checked by `checkInvariants` in debug builds):
+/// - the root is inode 1, path "", a directory, and is never dropped;
+/// - numbers are never reused (a counter only grows), so a number the
+///   kernel still holds can never come to mean another file;
+/// - `byPath[p] == i` implies `records[i].path == p`; a record may be
+///   unbound (its name now means something else, e.g. a file replaced by a
+///   directory) and then lives on only until the kernel forgets it;
+/// - a record with zero lookups and zero pins is dropped at once (except the
+///   root). Pins are held by open file handles and by directory handles for
+///   the entries they handed out (until the bridge counts them or the
+///   handle is released).
+///
+/// A plain value: `FileSystem` keeps it inside its state lock.
+struct InodeTable: Sendable {
+    enum Kind: Sendable, Equatable {
+        case file
+        case directory
+    }
+
+    struct Record: Sendable, Equatable {
+        var path: String
+        var kind: Kind
+        var lookups: UInt64 = 0
+        var pins: Int = 0
+        /// Whether `path` still resolves to this inode.
+        var bound = true
+        /// Generation seen by the last open (for the kernel's keep_cache).
+        var lastOpenedGeneration: Int64?
+    }
+
+    static let root: UInt64 = 1
+
+    private var records: [UInt64: Record] = [Self.root: Record(path: "", kind: .directory)]
+    private var byPath: [String: UInt64] = ["": Self.root]
+    private var nextInode: UInt64 = 2
+
+    init() {}
+
+    var count: Int { records.count }
+
+    subscript(inode: UInt64) -> Record? { records[inode] }
+
+    func inode(forPath path: String) -> UInt64? { byPath[path] }
+
+    /// The inode for `path` as a `kind`, created if needed. A path whose
+    /// kind changed gets a new number; the old record is unbound. The
+    /// caller must count a lookup or pin the result at once, or it is left
+    /// as a record nobody holds.
+    mutating func resolve(_ path: String, kind: Kind) -> UInt64 {
+        if let existing = byPath[path] {
+            if records[existing]?.kind == kind { return existing }
+            if existing == Self.root { return existing }
+            records[existing]?.bound = false
+            byPath[path] = nil
+            dropIfUnused(existing)
+        }
+        let inode = nextInode
+        nextInode += 1
+        records[inode] = Record(path: path, kind: kind)
+        byPath[path] = inode
+        return inode
+    }
+
+    /// A kernel lookup of `path`: resolve and count one.
+    mutating func lookup(_ path: String, kind: Kind) -> UInt64 {
+        let inode = resolve(path, kind: kind)
+        records[inode]?.lookups += 1
+        return inode
+    }
+
+    /// Lookups the bridge reports for readdirplus entries it sent. Returns
+    /// false for an inode no longer known (a bridge bug; logged by caller).
+    @discardableResult
+    mutating func addLookups(_ inode: UInt64, _ n: UInt64 = 1) -> Bool {
+        guard records[inode] != nil else { return false }
+        records[inode]!.lookups += n
+        return true
+    }
+
+    /// The kernel forgot `n` lookups. Returns whether the inode was dropped.
+    /// More forgets than lookups (a bug somewhere) clamp at zero.
+    @discardableResult
+    mutating func forget(_ inode: UInt64, _ n: UInt64) -> Bool {
+        guard var record = records[inode] else { return false }
+        record.lookups -= min(n, record.lookups)
+        records[inode] = record
+        return dropIfUnused(inode)
+    }
+
+    mutating func pin(_ inode: UInt64) {
+        records[inode]?.pins += 1
+    }
+
+    @discardableResult
+    mutating func unpin(_ inode: UInt64) -> Bool {
+        guard records[inode] != nil else { return false }
+        records[inode]!.pins = max(0, records[inode]!.pins - 1)
+        return dropIfUnused(inode)
+    }
+
+    /// Records the generation of an open; returns whether it equals the
+    /// generation of the previous open (the kernel may keep its pages).
+    mutating func noteOpen(_ inode: UInt64, generation: Int64) -> Bool {
+        let previous = records[inode]?.lastOpenedGeneration
+        records[inode]?.lastOpenedGeneration = generation
+        return previous == generation
+    }
+
+    @discardableResult
+    private mutating func dropIfUnused(_ inode: UInt64) -> Bool {
+        guard inode != Self.root, let record = records[inode], record.lookups == 0, record.pins == 0 else { return false }
+        records[inode] = nil
+        if record.bound, byPath[record.path] == inode { byPath[record.path] = nil }
+        return true
+    }
+
+    func checkInvariants() {
+        #if DEBUG
+        precondition(records[Self.root]?.path == "" && records[Self.root]?.kind == .directory, "root record damaged")
+        for (path, inode) in byPath {
+            precondition(records[inode]?.path == path && records[inode]?.bound == true, "byPath[\(path)] dangling")
+        }
+        for (inode, record) in records where inode != Self.root {
+            precondition(record.lookups > 0 || record.pins > 0, "inode \(inode) kept with no holder")
+            precondition(inode < nextInode, "inode \(inode) above the counter")
+        }
+        #endif
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the user chose at mount time that the core needs. The CLI fills it
+/// from its flags; tests build it directly. Defaults follow gcsfuse and
+/// mountpoint-s3 where they agree.
+public struct MountOptions: Sendable, Equatable {
+    /// Owner reported for objects without `goog-reserved-posix-uid`/`-gid`.
+    public var uid: UInt32
+    public var gid: UInt32
+    /// Permission bits (no file type) for files and directories without
+    /// `goog-reserved-posix-mode`.
+    public var fileMode: UInt32
+    public var dirMode: UInt32
+    /// Seconds a listing or stat answer is trusted, and what the kernel is
+    /// told to cache entries and attributes for. Zero: always ask the store.
+    public var statTTL: TimeInterval
+    /// Seconds a name is known to be absent.
+    public var negativeTTL: TimeInterval
+    /// At most this many names are kept in the stat cache.
+    public var statCacheCapacity: Int
+    /// Where downloaded blocks (and, later, staged writes) live; nil keeps
+    /// no block cache on disk (reads still use read-ahead buffers).
+    public var cacheDirectory: String?
+    /// Bytes the block cache may occupy on disk.
+    public var cacheSize: Int64
+    /// Bytes all read-ahead buffers of all open files may use together.
+    public var readAheadBudget: Int64
+    /// First and largest sequential read-ahead window, in bytes.
+    public var readAheadInitial: Int64
+    public var readAheadMax: Int64
+    /// A mount of gs://bucket/PREFIX: every object name is `objectPrefix`
+    /// + path. "" mounts the whole bucket. Normalised by `objectPrefix`.
+    public var prefix: String
+    public var readOnly: Bool
+
+    public init(
+        uid: UInt32 = getuid(), gid: UInt32 = getgid(),
+        fileMode: UInt32 = 0o644, dirMode: UInt32 = 0o755,
+        statTTL: TimeInterval = 60, negativeTTL: TimeInterval = 5,
+        statCacheCapacity: Int = 200_000,
+        cacheDirectory: String? = nil, cacheSize: Int64 = 1 << 30,
+        readAheadBudget: Int64 = 256 << 20,
+        readAheadInitial: Int64 = 1 << 20, readAheadMax: Int64 = 64 << 20,
+        prefix: String = "", readOnly: Bool = false
+    ) {
+        self.uid = uid
+        self.gid = gid
+        self.fileMode = fileMode
+        self.dirMode = dirMode
+        self.statTTL = statTTL
+        self.negativeTTL = negativeTTL
+        self.statCacheCapacity = statCacheCapacity
+        self.cacheDirectory = cacheDirectory
+        self.cacheSize = cacheSize
+        self.readAheadBudget = readAheadBudget
+        self.readAheadInitial = readAheadInitial
+        self.readAheadMax = readAheadMax
+        self.prefix = prefix
+        self.readOnly = readOnly
+    }
+
+    /// The prefix as object names use it: "" or segments joined by "/" with
+    /// a trailing "/" (empty segments collapse, as `child("a//b")` does).
+    public var objectPrefix: String {
+        let segments = prefix.split(separator: "/", omittingEmptySubsequences: true)
+        return segments.isEmpty ? "" : segments.joined(separator: "/") + "/"
+    }
+
+    /// The kernel's entry and attribute timeouts.
+    var kernelTimeout: Double { max(0, statTTL) }
+}
+
+extension Duration {
+    /// `seconds` as a Duration; negative or non-finite values are zero.
+    init(seconds: TimeInterval) {
+        self = seconds.isFinite && seconds > 0 ? .nanoseconds(Int64(min(seconds, 1e9) * 1e9)) : .zero
+    }
+}

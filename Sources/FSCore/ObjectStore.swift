@@ -1,0 +1,141 @@
+import Foundation
+
+/// The seam between the filesystem and the bucket: what the core needs of
+/// an object store, as plain requests and values. `StorageKitObjectStore`
+/// implements it over Cloud Storage; `InMemoryObjectStore` for tests; both
+/// pass the same conformance suite. Caching and prefix views are wrappers.
+public protocol ObjectStore: Sendable {
+    /// One page of the objects and prefixes directly below `prefix` (which
+    /// is "" or ends in "/"), delimiter "/". Placeholder objects named
+    /// exactly like a listed prefix (`dir/`) are reported in
+    /// `placeholderPrefixes`, never in `items`.
+    func list(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ListPage
+
+    /// The object's current metadata.
+    func stat(_ name: String) async throws(StoreError) -> ObjectInfo
+
+    /// Streams bytes `range` of generation `generation` to `sink` (called
+    /// sequentially, on an arbitrary thread); returns how many arrived
+    /// (fewer than asked only at the end of the object). A generation that
+    /// is no longer live fails with `.notFound`.
+    func read(
+        _ name: String, generation: Int64, range: Range<Int64>,
+        into sink: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void
+    ) async throws(StoreError) -> Int64
+
+    /// Stores the file at `path` (or nothing, for an empty object) as
+    /// `name`; with `ifGenerationMatch` only if the live generation is that
+    /// (0: only if absent).
+    func put(_ name: String, from path: String?, options: PutOptions) async throws(StoreError) -> ObjectInfo
+
+    func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError)
+
+    /// Server-side copy; content type and custom metadata travel along.
+    func copy(_ source: String, to destination: String, ifSourceGenerationMatch: Int64?, ifGenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo
+
+    /// Changes custom metadata keys (nil deletes a key) and standard
+    /// properties (nil deletes a property) in one request.
+    func patch(_ name: String, _ patch: MetadataPatch, ifMetagenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo
+}
+
+public struct ObjectInfo: Sendable, Equatable {
+    public var name: String
+    public var size: Int64
+    public var generation: Int64
+    public var metageneration: Int64
+    public var updated: Date
+    public var contentType: String?
+    public var cacheControl: String?
+    public var contentDisposition: String?
+    public var contentEncoding: String?
+    public var contentLanguage: String?
+    public var md5Hash: String?
+    public var crc32c: String?
+    public var timeCreated: Date?
+    public var customMetadata: [String: String]
+
+    public init(
+        name: String, size: Int64, generation: Int64, metageneration: Int64 = 1, updated: Date,
+        contentType: String? = nil, customMetadata: [String: String] = [:]
+    ) {
+        self.name = name
+        self.size = size
+        self.generation = generation
+        self.metageneration = metageneration
+        self.updated = updated
+        self.contentType = contentType
+        self.customMetadata = customMetadata
+    }
+}
+
+public struct ListPage: Sendable, Equatable {
+    /// Full prefixes ("a/b/"), never containing an empty segment.
+    public var prefixes: [String]
+    /// Objects directly below the listed prefix, excluding placeholders.
+    public var items: [ObjectInfo]
+    /// Prefixes ("a/b/") that have an explicit placeholder object.
+    public var placeholderPrefixes: Set<String>
+    public var nextPageToken: String?
+
+    public init(prefixes: [String], items: [ObjectInfo], placeholderPrefixes: Set<String> = [], nextPageToken: String? = nil) {
+        self.prefixes = prefixes
+        self.items = items
+        self.placeholderPrefixes = placeholderPrefixes
+        self.nextPageToken = nextPageToken
+    }
+}
+
+public struct PutOptions: Sendable {
+    public var contentType: String?
+    public var customMetadata: [String: String]
+    public var ifGenerationMatch: Int64?
+
+    public init(contentType: String? = nil, customMetadata: [String: String] = [:], ifGenerationMatch: Int64? = nil) {
+        self.contentType = contentType
+        self.customMetadata = customMetadata
+        self.ifGenerationMatch = ifGenerationMatch
+    }
+}
+
+/// A metadata change: `.some(nil)` deletes, absent keys stay as they are.
+public struct MetadataPatch: Sendable, Equatable {
+    public var customMetadata: [String: String?] = [:]
+    public var contentType: String??
+    public var cacheControl: String??
+    public var contentDisposition: String??
+    public var contentEncoding: String??
+    public var contentLanguage: String??
+
+    public init() {}
+}
+
+/// Store failures, in the filesystem's vocabulary.
+public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    case notFound(String)
+    case bucketNotFound(String)
+    /// A generation/metageneration precondition did not hold.
+    case preconditionFailed(String)
+    case unauthenticated(String)
+    case permissionDenied(String)
+    case invalidArgument(String)
+    /// Retries exhausted: endpoint unreachable, server errors, stalls.
+    case unavailable(String)
+    case quotaExceeded(String)
+    case cancelled
+    case other(String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let m): return "not found: \(m)"
+        case .bucketNotFound(let m): return "no such bucket: \(m)"
+        case .preconditionFailed(let m): return "changed by someone else: \(m)"
+        case .unauthenticated(let m): return "credentials missing or refused: \(m)"
+        case .permissionDenied(let m): return "permission denied: \(m)"
+        case .invalidArgument(let m): return "invalid argument: \(m)"
+        case .unavailable(let m): return "storage unavailable: \(m)"
+        case .quotaExceeded(let m): return "quota exceeded: \(m)"
+        case .cancelled: return "cancelled"
+        case .other(let m): return m
+        }
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import Synchronization
+
+/// Expectations every `ObjectStore` must meet, runnable against the
+/// in-memory store (unit tests) and the real one (over the emulator), so
+/// the fake stays honest. It does not depend on a test framework: `run`
+/// throws a `Failure` naming the first expectation that did not hold.
+///
+/// Everything is written below `prefix` (e.g. "conformance-<uuid>/"),
+/// which should be empty, and deleted at the end. Preconditions are not
+/// checked here: the emulator ignores them (test them per store).
+public enum ObjectStoreConformance {
+    public struct Failure: Error, CustomStringConvertible {
+        public var expectation: String
+        public var detail: String
+        public var description: String { "conformance: \(expectation): \(detail)" }
+    }
+
+    public struct Options: Sendable {
+        /// Whether pages must respect `maxResults` (the emulator returns
+        /// everything in one page and no token).
+        public var checksPageSize: Bool
+
+        public init(checksPageSize: Bool = true) {
+            self.checksPageSize = checksPageSize
+        }
+    }
+
+    public static func run(_ store: any ObjectStore, prefix: String, options: Options = Options()) async throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("conformance-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        var created: Set<String> = []
+        do {
+            try await objects(store, prefix, scratch, &created)
+            try await layout(store, prefix, &created)
+            try await paging(store, prefix, options, &created)
+        } catch {
+            for name in created { try? await store.delete(name, ifGenerationMatch: nil) }
+            throw error
+        }
+        for name in created { try? await store.delete(name, ifGenerationMatch: nil) }
+    }
+
+    // MARK: - put, stat, read, generations, copy, patch, delete
+
+    private static func objects(_ store: any ObjectStore, _ prefix: String, _ scratch: String, _ created: inout Set<String>) async throws {
+        let name = prefix + "object.bin"
+        let first = pattern(300_000, seed: 1)
+        let v1 = try await put(store, name, first, scratch, contentType: "application/x-conformance", metadata: ["color": "blue", "goog-reserved-file-mtime": "1700000000"])
+        created.insert(name)
+        try expect("put reports the name", v1.name == name, "\(v1.name)")
+        try expect("put reports the size", v1.size == Int64(first.count), "\(v1.size)")
+        try expect("put reports a generation", v1.generation > 0, "\(v1.generation)")
+
+        let stat = try await store.stat(name)
+        try expect("stat returns the put generation", stat.generation == v1.generation, "\(stat.generation) vs \(v1.generation)")
+        try expect("stat returns the size", stat.size == Int64(first.count), "\(stat.size)")
+        try expect("stat returns the content type", stat.contentType == "application/x-conformance", "\(stat.contentType ?? "nil")")
+        try expect("stat returns custom metadata", stat.customMetadata["color"] == "blue" && stat.customMetadata["goog-reserved-file-mtime"] == "1700000000", "\(stat.customMetadata)")
+        try await expectError("stat of a missing object is notFound", { _ = try await store.stat(prefix + "missing") }, isNotFound)
+
+        for range: Range<Int64> in [0..<300_000, 0..<1, 100..<200, 65_530..<70_000, 299_990..<300_000] {
+            let bytes = try await read(store, name, v1.generation, range)
+            try expect("read \(range) returns those bytes", bytes == first[Int(range.lowerBound)..<Int(range.upperBound)], "\(bytes.count) bytes")
+        }
+        let tail = try await read(store, name, v1.generation, 299_990..<300_100)
+        try expect("a read past the end returns the bytes up to it", tail == first[299_990...], "\(tail.count) bytes")
+
+        let second = pattern(1_000, seed: 2)
+        let v2 = try await put(store, name, second, scratch, contentType: nil, metadata: [:])
+        try expect("a new put makes a new generation", v2.generation != v1.generation, "\(v2.generation)")
+        try expect("the new generation has the new size", v2.size == 1_000, "\(v2.size)")
+        let current = try await read(store, name, v2.generation, 0..<1_000)
+        try expect("read of the live generation", current == second, "\(current.count) bytes")
+        try await expectError("read of a replaced generation is notFound", { _ = try await read(store, name, v1.generation, 0..<10) }, isNotFound)
+
+        let empty = prefix + "empty"
+        let e = try await store.put(empty, from: nil, options: PutOptions())
+        created.insert(empty)
+        let emptyStat = try await store.stat(empty)
+        try expect("an empty object has size 0", e.size == 0 && emptyStat.size == 0, "\(e.size) \(emptyStat.size)")
+
+        let copyName = prefix + "copy.bin"
+        _ = try await store.patch(name, patchOf(["k": "v"], contentType: "text/x-copied"), ifMetagenerationMatch: nil)
+        let copied = try await store.copy(name, to: copyName, ifSourceGenerationMatch: nil, ifGenerationMatch: nil)
+        created.insert(copyName)
+        try expect("copy reports the destination", copied.name == copyName && copied.size == 1_000, "\(copied.name) \(copied.size)")
+        let copyStat = try await store.stat(copyName)
+        try expect("copy keeps content type and custom metadata", copyStat.contentType == "text/x-copied" && copyStat.customMetadata["k"] == "v", "\(copyStat.contentType ?? "nil") \(copyStat.customMetadata)")
+        let copyBytes = try await read(store, copyName, copyStat.generation, 0..<1_000)
+        try expect("copy has the source's bytes", copyBytes == second, "\(copyBytes.count) bytes")
+
+        let before = try await store.stat(name)
+        let patched = try await store.patch(name, patchOf(["k": nil, "added": "1"], contentType: "text/plain"), ifMetagenerationMatch: nil)
+        let after = try await store.stat(name)
+        try expect("patch reports the change", patched.customMetadata["added"] == "1" && patched.customMetadata["k"] == nil, "\(patched.customMetadata)")
+        try expect("patch with nil deletes the key and keeps the rest", after.customMetadata["k"] == nil && after.customMetadata["added"] == "1", "\(after.customMetadata)")
+        try expect("patch changes the content type", after.contentType == "text/plain", "\(after.contentType ?? "nil")")
+        try expect("patch raises the metageneration, not the generation", after.metageneration > before.metageneration && after.generation == before.generation, "meta \(before.metageneration)→\(after.metageneration), gen \(before.generation)→\(after.generation)")
+
+        try await store.delete(copyName, ifGenerationMatch: nil)
+        created.remove(copyName)
+        try await expectError("stat after delete is notFound", { _ = try await store.stat(copyName) }, isNotFound)
+        try await expectError("delete of a missing object is notFound", { try await store.delete(copyName, ifGenerationMatch: nil) }, isNotFound)
+    }
+
+    // MARK: - The seeds' example: prefixes, placeholders, bad names
+
+    private static func layout(_ store: any ObjectStore, _ prefix: String, _ created: inout Set<String>) async throws {
+        let base = prefix + "layout/"
+        for name in ["correctPrefix/happyItem", "wrongPrefix//sadItem", "lonelyItem/"] {
+            _ = try await store.put(base + name, from: nil, options: PutOptions())
+            created.insert(base + name)
+        }
+        let root = try await listAll(store, base)
+        try expect("the root lists three prefixes", Set(root.prefixes) == [base + "correctPrefix/", base + "lonelyItem/", base + "wrongPrefix/"] && root.prefixes.count == 3, "\(root.prefixes)")
+        try expect("the root lists no items", root.items.isEmpty, "\(root.items.map(\.name))")
+        try expect("a placeholder object is reported for its prefix", root.placeholderPrefixes == [base + "lonelyItem/"], "\(root.placeholderPrefixes)")
+
+        let correct = try await listAll(store, base + "correctPrefix/")
+        try expect("correctPrefix/ lists one item", correct.items.map(\.name) == [base + "correctPrefix/happyItem"] && correct.prefixes.isEmpty, "\(correct.items.map(\.name)) \(correct.prefixes)")
+
+        let wrong = try await listAll(store, base + "wrongPrefix/")
+        try expect("wrongPrefix/ lists nothing (wrongPrefix// has an empty segment)", wrong.items.isEmpty && wrong.prefixes.isEmpty, "\(wrong.items.map(\.name)) \(wrong.prefixes)")
+
+        let lonely = try await listAll(store, base + "lonelyItem/")
+        try expect("lonelyItem/ lists nothing (its placeholder is not an item)", lonely.items.isEmpty && lonely.prefixes.isEmpty, "\(lonely.items.map(\.name)) \(lonely.prefixes)")
+
+        let placeholder = try await store.stat(base + "lonelyItem/")
+        try expect("a placeholder can be read with stat", placeholder.name == base + "lonelyItem/" && placeholder.size == 0, "\(placeholder.name)")
+        let missing = try await listAll(store, base + "nothingHere/")
+        try expect("a prefix with nothing under it lists nothing", missing.items.isEmpty && missing.prefixes.isEmpty, "\(missing)")
+    }
+
+    // MARK: - Paging
+
+    private static func paging(_ store: any ObjectStore, _ prefix: String, _ options: Options, _ created: inout Set<String>) async throws {
+        let base = prefix + "pages/"
+        let items = (0..<7).map { base + "item\($0)" }
+        let dirs = ["d1/x", "d1/y", "d2/z"].map { base + $0 }
+        for name in items + dirs {
+            _ = try await store.put(name, from: nil, options: PutOptions())
+            created.insert(name)
+        }
+        var seenItems: [String] = []
+        var seenPrefixes: [String] = []
+        var token: String?
+        var pages = 0
+        repeat {
+            let page = try await store.list(prefix: base, pageToken: token, maxResults: 3)
+            pages += 1
+            if options.checksPageSize {
+                try expect("a page holds at most maxResults entries", page.items.count + page.prefixes.count <= 3, "\(page.items.count + page.prefixes.count)")
+            }
+            seenItems += page.items.map(\.name)
+            seenPrefixes += page.prefixes
+            token = page.nextPageToken
+            try expect("paging ends", pages <= 20, "more than 20 pages")
+        } while token != nil
+        if options.checksPageSize {
+            try expect("9 entries in pages of 3 take at least 3 pages", pages >= 3, "\(pages) pages")
+        }
+        try expect("pages together list every item once", seenItems.sorted() == items.sorted(), "\(seenItems)")
+        try expect("pages together list every prefix once", seenPrefixes.sorted() == [base + "d1/", base + "d2/"], "\(seenPrefixes)")
+    }
+
+    // MARK: - Helpers
+
+    private static func expect(_ expectation: String, _ condition: Bool, _ detail: @autoclosure () -> String) throws {
+        if !condition { throw Failure(expectation: expectation, detail: detail()) }
+    }
+
+    private static func expectError(_ expectation: String, _ body: () async throws -> Void, _ matches: (any Error) -> Bool) async throws {
+        do {
+            try await body()
+        } catch {
+            if matches(error) { return }
+            throw Failure(expectation: expectation, detail: "failed with \(error)")
+        }
+        throw Failure(expectation: expectation, detail: "succeeded")
+    }
+
+    private static func isNotFound(_ error: any Error) -> Bool {
+        if case .notFound? = error as? StoreError { return true }
+        return false
+    }
+
+    private static func pattern(_ count: Int, seed: UInt8) -> Data {
+        Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed) &* 7 &+ $0 >> 8) })
+    }
+
+    private static func put(_ store: any ObjectStore, _ name: String, _ data: Data, _ scratch: String, contentType: String?, metadata: [String: String]) async throws -> ObjectInfo {
+        let path = scratch + "/upload"
+        try data.write(to: URL(fileURLWithPath: path))
+        return try await store.put(name, from: path, options: PutOptions(contentType: contentType, customMetadata: metadata))
+    }
+
+    private static func read(_ store: any ObjectStore, _ name: String, _ generation: Int64, _ range: Range<Int64>) async throws -> Data {
+        let sink = ByteSink(capacity: range.count)
+        let count = try await store.read(name, generation: generation, range: range) { sink.append($0) }
+        let data = sink.take()
+        try expect("read returns the count of bytes it delivered", count == Int64(data.count), "\(count) vs \(data.count)")
+        return data
+    }
+
+    private static func listAll(_ store: any ObjectStore, _ prefix: String) async throws -> ListPage {
+        var all = ListPage(prefixes: [], items: [])
+        var token: String?
+        repeat {
+            let page = try await store.list(prefix: prefix, pageToken: token, maxResults: 1000)
+            all.prefixes += page.prefixes
+            all.items += page.items
+            all.placeholderPrefixes.formUnion(page.placeholderPrefixes)
+            token = page.nextPageToken
+        } while token != nil
+        return all
+    }
+
+    private static func patchOf(_ custom: [String: String?], contentType: String?) -> MetadataPatch {
+        var patch = MetadataPatch()
+        patch.customMetadata = custom
+        if let contentType { patch.contentType = .some(contentType) }
+        return patch
+    }
+}

@@ -1,0 +1,132 @@
+/// Read-ahead for one open file, as a value-type state machine: the owner
+/// (`FileReader`) feeds it each read and performs the actions it returns.
+/// No I/O here, so tests drive it directly.
+///
+/// Design, after mountpoint-s3's prefetcher:
+/// - A reader that starts at 0, or continues where its previous read ended,
+///   is *streaming*. The machine keeps a `frontier` (the end of what it has
+///   asked the owner to fetch) at least `window / 2` ahead of the reader;
+///   each refill reaches `window` past the reader, then doubles the window
+///   (`initialWindow` … `maxWindow`). Refills are split into parts of
+///   `partSize` so several ranged downloads run at once: one HTTP stream is
+///   latency-bound, eight are not.
+/// - The kernel sends its own read-ahead requests concurrently, so reads of
+///   one stream arrive slightly out of order. A read within
+///   `seekTolerance` of the expected offset, or inside the prefetched
+///   range, still counts as streaming.
+/// - Any other read is *random*: buffers are dropped, nothing is
+///   prefetched, and the owner fetches just the blocks the read touches.
+/// - Everything is aligned to `blockSize`, the block cache's unit, so each
+///   downloaded part can be written to the cache as whole blocks.
+/// - The owner may refuse a prefetch (the global budget is spent) or see
+///   it fail; `prefetchAbandoned(from:)` pulls the frontier back, so later
+///   reads are served directly and prefetch resumes when budget returns.
+struct ReadAhead: Sendable, Equatable {
+    struct Configuration: Sendable, Equatable {
+        var initialWindow: Int64
+        var maxWindow: Int64
+        var partSize: Int64
+        var blockSize: Int64
+        var seekTolerance: Int64
+
+        init(initialWindow: Int64 = 1 << 20, maxWindow: Int64 = 64 << 20, partSize: Int64 = 8 << 20, blockSize: Int64 = 1 << 20, seekTolerance: Int64 = 2 << 20) {
+            self.blockSize = max(1, blockSize)
+            // Windows and parts in whole blocks.
+            self.initialWindow = Self.roundUp(max(initialWindow, 1), to: self.blockSize)
+            self.maxWindow = max(self.initialWindow, Self.roundUp(maxWindow, to: self.blockSize))
+            self.partSize = Self.roundUp(max(partSize, 1), to: self.blockSize)
+            self.seekTolerance = seekTolerance
+        }
+
+        static func roundUp(_ value: Int64, to block: Int64) -> Int64 {
+            (value + block - 1) / block * block
+        }
+    }
+
+    enum Action: Sendable, Equatable {
+        /// Fetch this block-aligned range into a buffer, ahead of the reader.
+        case prefetch(Range<Int64>)
+        /// Drop buffers that end at or before this offset (already read).
+        case discard(below: Int64)
+        /// Drop every buffer and cancel every prefetch (the reader jumped).
+        case discardAll
+    }
+
+    let configuration: Configuration
+    let objectSize: Int64
+    /// Bytes to keep ahead of the reader; 0 while not streaming.
+    private(set) var window: Int64 = 0
+    /// End of the furthest read of the current stream (or of the last read).
+    private(set) var expectedOffset: Int64?
+    /// End of the range handed out for prefetching.
+    private(set) var frontier: Int64 = 0
+
+    init(configuration: Configuration, objectSize: Int64) {
+        self.configuration = configuration
+        self.objectSize = objectSize
+    }
+
+    var isStreaming: Bool { window > 0 }
+
+    /// A read of `size` bytes at `offset` arrived.
+    mutating func read(offset: Int64, size: Int) -> [Action] {
+        guard offset >= 0, offset < objectSize, size > 0 else { return [] }
+        let end = offset + min(Int64(size), objectSize - offset)
+        guard isSequential(offset) else {
+            let wasStreaming = isStreaming
+            window = 0
+            frontier = 0
+            expectedOffset = end
+            return wasStreaming ? [.discardAll] : []
+        }
+        var actions: [Action] = []
+        if !isStreaming {
+            window = configuration.initialWindow
+            frontier = alignDown(offset)
+        } else {
+            let keepFrom = alignDown(max(0, offset - configuration.seekTolerance))
+            if keepFrom > 0 { actions.append(.discard(below: keepFrom)) }
+        }
+        let readerEnd = max(expectedOffset ?? 0, end)
+        expectedOffset = readerEnd
+        if frontier < objectSize, frontier - readerEnd < window / 2 {
+            let from = max(frontier, alignDown(offset))
+            let to = min(objectSize, alignUp(readerEnd + window))
+            var start = from
+            while start < to {
+                let stop = min(to, start + configuration.partSize)
+                actions.append(.prefetch(start..<stop))
+                start = stop
+            }
+            frontier = to
+            window = min(window * 2, configuration.maxWindow)
+        }
+        return actions
+    }
+
+    /// The prefetch starting at `offset` (and everything after it) will
+    /// not arrive: budget refused, or the download failed.
+    mutating func prefetchAbandoned(from offset: Int64) {
+        frontier = min(frontier, max(0, offset))
+    }
+
+    private func isStreaming(near offset: Int64) -> Bool {
+        guard let expected = expectedOffset else { return false }
+        if abs(offset - expected) <= configuration.seekTolerance { return true }
+        return offset >= expected && offset < frontier
+    }
+
+    private func isSequential(_ offset: Int64) -> Bool {
+        if isStreaming { return isStreaming(near: offset) }
+        guard let expected = expectedOffset else { return offset == 0 }
+        return offset == expected
+    }
+
+    private func alignDown(_ value: Int64) -> Int64 {
+        value / configuration.blockSize * configuration.blockSize
+    }
+
+    private func alignUp(_ value: Int64) -> Int64 {
+        Configuration.roundUp(value, to: configuration.blockSize)
+    }
+}

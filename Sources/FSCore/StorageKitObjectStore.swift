@@ -1,0 +1,123 @@
+import Foundation
+import StorageKit
+import Transport
+
+/// `ObjectStore` over StorageKit: the real bucket (or an emulator).
+public struct StorageKitObjectStore: ObjectStore {
+    public let storage: Storage
+
+    public init(storage: Storage) {
+        self.storage = storage
+    }
+
+    /// Object names reach the bucket verbatim (`dir/` placeholders included).
+    private func reference(_ name: String) -> StorageReference { storage.reference(objectName: name) }
+
+    public func list(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ListPage {
+        let listed = storage.reference().child(prefix)
+        let result = try await run { try await listed.listPage(maxResults: Int64(maxResults), pageToken: pageToken) }
+        return ListPage(
+            prefixes: result.prefixes.map { $0.fullPath + "/" },
+            items: result.itemMetadata.map(Self.info),
+            placeholderPrefixes: result.placeholderPrefixes.filter { $0 != prefix },
+            nextPageToken: result.pageToken)
+    }
+
+    public func stat(_ name: String) async throws(StoreError) -> ObjectInfo {
+        let ref = reference(name)
+        return Self.info(try await run { try await ref.getMetadata() })
+    }
+
+    public func read(
+        _ name: String, generation: Int64, range: Range<Int64>,
+        into sink: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void
+    ) async throws(StoreError) -> Int64 {
+        let ref = reference(name)
+        return try await run { try await ref.read(range: range, generation: generation, into: sink) }
+    }
+
+    public func put(_ name: String, from path: String?, options: PutOptions) async throws(StoreError) -> ObjectInfo {
+        let ref = reference(name)
+        let metadata = StorageMetadata()
+        metadata.contentType = options.contentType
+        if !options.customMetadata.isEmpty { metadata.customMetadata = options.customMetadata }
+        let stored = try await run {
+            if let path {
+                try await ref.putFileAsync(from: URL(fileURLWithPath: path), metadata: metadata, ifGenerationMatch: options.ifGenerationMatch)
+            } else {
+                try await ref.putDataAsync(Data(), metadata: metadata, ifGenerationMatch: options.ifGenerationMatch)
+            }
+        }
+        return Self.info(stored)
+    }
+
+    public func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError) {
+        let ref = reference(name)
+        try await run { try await ref.delete(ifGenerationMatch: ifGenerationMatch) }
+    }
+
+    public func copy(
+        _ source: String, to destination: String, ifSourceGenerationMatch: Int64?, ifGenerationMatch: Int64?
+    ) async throws(StoreError) -> ObjectInfo {
+        let from = reference(source), to = reference(destination)
+        return Self.info(try await run {
+            try await from.copy(to: to, ifGenerationMatch: ifGenerationMatch, ifSourceGenerationMatch: ifSourceGenerationMatch)
+        })
+    }
+
+    public func patch(_ name: String, _ patch: MetadataPatch, ifMetagenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo {
+        let ref = reference(name)
+        let metadata = StorageMetadata()
+        if let v = patch.contentType { metadata.contentType = v }
+        if let v = patch.cacheControl { metadata.cacheControl = v }
+        if let v = patch.contentDisposition { metadata.contentDisposition = v }
+        if let v = patch.contentEncoding { metadata.contentEncoding = v }
+        if let v = patch.contentLanguage { metadata.contentLanguage = v }
+        let set = patch.customMetadata.compactMapValues { $0 }
+        if !set.isEmpty { metadata.customMetadata = set }
+        for (key, value) in patch.customMetadata where value == nil { metadata.removeCustomMetadata(forKey: key) }
+        return Self.info(try await run { try await ref.updateMetadata(metadata, ifMetagenerationMatch: ifMetagenerationMatch) })
+    }
+
+    static func info(_ m: StorageMetadata) -> ObjectInfo {
+        var info = ObjectInfo(
+            name: m.fullPath, size: m.size, generation: m.generation, metageneration: m.metageneration,
+            updated: m.updated ?? m.timeCreated ?? Date(timeIntervalSince1970: 0), contentType: m.contentType,
+            customMetadata: m.customMetadata ?? [:])
+        info.cacheControl = m.cacheControl
+        info.contentDisposition = m.contentDisposition
+        info.contentEncoding = m.contentEncoding
+        info.contentLanguage = m.contentLanguage
+        info.md5Hash = m.md5Hash
+        info.crc32c = m.crc32c
+        info.timeCreated = m.timeCreated
+        return info
+    }
+
+    /// Runs a StorageKit call and translates its failure.
+    private func run<T>(_ body: () async throws -> T) async throws(StoreError) -> T {
+        do {
+            return try await body()
+        } catch {
+            throw Self.translate(error)
+        }
+    }
+
+    static func translate(_ error: any Error) -> StoreError {
+        guard let error = error as? StorageError else {
+            return error is CancellationError ? .cancelled : .other(String(describing: error))
+        }
+        switch error {
+        case .objectNotFound(let m): return .notFound(m)
+        case .bucketNotFound(let m): return .bucketNotFound(m)
+        case .preconditionFailed(let m): return .preconditionFailed(m)
+        case .unauthenticated(let m): return .unauthenticated(m)
+        case .unauthorized(let m): return .permissionDenied(m)
+        case .invalidArgument(let m): return .invalidArgument(m)
+        case .retryLimitExceeded(let m): return .unavailable(m)
+        case .quotaExceeded(let m): return .quotaExceeded(m)
+        case .cancelled: return .cancelled
+        case .nonMatchingChecksum, .downloadSizeExceeded, .unknown: return .other(String(describing: error))
+        }
+    }
+}

@@ -1,0 +1,215 @@
+internal import CFuse
+import FSCore
+import Foundation
+import Logging
+
+/// A libfuse request handle that may cross threads.
+///
+/// `@unchecked Sendable` is sound because libfuse allows a request to be
+/// answered from any thread, also after the op callback has returned, as
+/// long as it is answered exactly once; `Reply` is what guarantees the
+/// "exactly once". Only libfuse dereferences the pointer.
+struct SendableReq: @unchecked Sendable {
+    let raw: fuse_req_t
+}
+
+/// The one answer a kernel request is owed.
+///
+/// Non-copyable, so it cannot be answered twice: each `consuming` method
+/// sends one fuse_reply_* and ends the value (`discard self`). If a Reply
+/// is dropped unanswered, `deinit` answers EIO and logs an error, so the
+/// calling process gets an error instead of hanging.
+///
+/// Every stored property is trivial (a pointer and a StaticString), as
+/// `discard self` requires; the logger is fetched through the request's
+/// userdata, which stays valid until the request is answered.
+struct Reply: ~Copyable, Sendable {
+    private let request: SendableReq
+    /// The operation's name, for the log.
+    let operation: StaticString
+
+    init(_ request: SendableReq, _ operation: StaticString) {
+        self.request = request
+        self.operation = operation
+    }
+
+    init(_ req: fuse_req_t?, _ operation: StaticString) {
+        self.init(SendableReq(raw: req!), operation)
+    }
+
+    /// The bridge context of this request's session.
+    var context: BridgeContext { BridgeContext.from(fuse_req_userdata(request.raw)) }
+
+    consuming func entry(_ reply: EntryReply) {
+        var param = makeEntryParam(reply)
+        send { fuse_reply_entry($0, &param) }
+    }
+
+    consuming func attributes(_ reply: AttributesReply) {
+        var st = makeStat(reply.attributes)
+        send { fuse_reply_attr($0, &st, reply.timeout) }
+    }
+
+    /// Answers open/opendir. False if the kernel did not take the handle
+    /// (the request was interrupted): then no release will follow, and the
+    /// caller must release the handle itself.
+    consuming func open(_ reply: OpenReply) -> Bool {
+        var fi = fuse_file_info()
+        fi.fh = reply.handle
+        fi.direct_io = reply.directIO ? 1 : 0
+        fi.keep_cache = reply.keepCache ? 1 : 0
+        return send { fuse_reply_open($0, &fi) }
+    }
+
+    consuming func data(_ data: Data) {
+        send { req in
+            data.withUnsafeBytes { bytes in
+                fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+            }
+        }
+    }
+
+    consuming func directory(_ page: DirectoryPage) {
+        send { req in
+            page.bytes.withUnsafeBufferPointer { fuse_reply_buf(req, $0.baseAddress, page.used) }
+        }
+    }
+
+    consuming func statfs(_ statistics: FilesystemStatistics) {
+        var buf = makeStatvfs(statistics)
+        send { fuse_reply_statfs($0, &buf) }
+    }
+
+    /// The size of an extended attribute or attribute list (size-0 queries).
+    consuming func xattrSize(_ size: Int) {
+        send { fuse_reply_xattr($0, size) }
+    }
+
+    /// Success for the operations that answer with no data.
+    consuming func success() {
+        error(0)
+    }
+
+    consuming func error(_ errno: Int32) {
+        send { fuse_reply_err($0, errno) }
+    }
+
+    /// Answers the error's errno (EIO if it carries none) and logs what
+    /// the kernel was told.
+    consuming func failure(_ error: FSError) {
+        let errno = error.errno > 0 ? error.errno : EIO
+        // ENOENT is routine (every shell probes for missing names).
+        context.logger.log(
+            level: errno == ENOENT ? .trace : .debug,
+            "FUSE request failed",
+            metadata: ["op": "\(operation)", "errno": "\(errno)", "error": "\(error)"])
+        self.error(errno)
+    }
+
+    /// forget and forget_multi are answered with no reply at all.
+    consuming func none() {
+        let req = request.raw
+        discard self
+        fuse_reply_none(req)
+    }
+
+    /// Packs `entries` with fuse_add_direntry(_plus) into a buffer of the
+    /// kernel's requested `size`, stopping at the first entry that does not
+    /// fit. Needs the request (libfuse's packing API takes it), so it
+    /// borrows the reply; the page is then sent with `directory(_:)`.
+    borrowing func packDirectory(_ entries: [DirectoryEntry], size: Int, plus: Bool) -> DirectoryPage {
+        var page = DirectoryPage(bytes: [CChar](repeating: 0, count: size), used: 0, packedInodes: [])
+        let req = request.raw
+        page.bytes.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            for entry in entries {
+                let room = size - page.used
+                let needed: Int
+                if plus {
+                    var param = makeEntryParam(entry.entry)
+                    needed = fuse_add_direntry_plus(req, base + page.used, room, entry.name, &param, off_t(entry.nextOffset))
+                } else {
+                    var st = makeStat(entry.entry.attributes)
+                    needed = fuse_add_direntry(req, base + page.used, room, entry.name, &st, off_t(entry.nextOffset))
+                }
+                if needed > room { break }
+                page.used += needed
+                if plus && entry.name != "." && entry.name != ".." {
+                    page.packedInodes.append(entry.entry.attributes.inode)
+                }
+            }
+        }
+        return page
+    }
+
+    /// Sends one reply and ends this value without running `deinit`.
+    /// Returns whether libfuse delivered it (it fails when the request was
+    /// interrupted or the connection is gone; that is logged, not fatal).
+    @discardableResult
+    private consuming func send(_ body: (fuse_req_t) -> Int32) -> Bool {
+        let req = request.raw
+        let operation = self.operation
+        // Still valid after the reply: the session's +1 on the context
+        // outlives every request (see BridgeContext).
+        let userdata = fuse_req_userdata(req)
+        discard self
+        let rc = body(req)
+        guard rc == 0 else {
+            BridgeContext.from(userdata).logger.debug(
+                "FUSE reply not delivered", metadata: ["op": "\(operation)", "rc": "\(rc)"])
+            return false
+        }
+        return true
+    }
+
+    deinit {
+        let req = request.raw
+        BridgeContext.from(fuse_req_userdata(req)).logger.error(
+            "FUSE request dropped without a reply; answering EIO", metadata: ["op": "\(operation)"])
+        _ = fuse_reply_err(req, EIO)
+    }
+}
+
+/// A readdir(plus) answer: `used` bytes of `bytes`, and the inodes of the
+/// packed readdirplus entries other than "." and ".." (the kernel counts a
+/// lookup for each of those).
+struct DirectoryPage: Sendable {
+    var bytes: [CChar]
+    var used: Int
+    var packedInodes: [UInt64]
+}
+
+/// Answers `req` from a new Task: asks the filesystem with `work`, then
+/// sends the value with `send`, or the error with `Reply.failure`. The
+/// libfuse thread returns at once. The request is counted in flight until
+/// the Task has answered, so `FuseSession.close()` can wait for it.
+func respond<Value: Sendable>(
+    _ req: fuse_req_t?,
+    _ operation: StaticString,
+    _ work: @escaping @Sendable (any FileSystemOperations) async throws(FSError) -> Value,
+    then send: @escaping @Sendable (consuming Reply, Value) async -> Void
+) {
+    let request = SendableReq(raw: req!)
+    let context = BridgeContext.from(fuse_req_userdata(req))
+    context.requestStarted()
+    Task {
+        await answer(Reply(request, operation), context.filesystem, work, send)
+        context.requestFinished()
+    }
+}
+
+private func answer<Value: Sendable>(
+    _ reply: consuming Reply,
+    _ filesystem: any FileSystemOperations,
+    _ work: @Sendable (any FileSystemOperations) async throws(FSError) -> Value,
+    _ send: @Sendable (consuming Reply, Value) async -> Void
+) async {
+    let value: Value
+    do {
+        value = try await work(filesystem)
+    } catch {
+        reply.failure(error)
+        return
+    }
+    await send(reply, value)
+}

@@ -1,0 +1,99 @@
+import ArgumentParser
+import Foundation
+
+/// Running in the background without fork(): a Swift process has threads
+/// (curl's, the runtime's) that fork would not carry over, so the command
+/// starts itself again with `--foreground --ready-fd 3` in a new session,
+/// and waits on a pipe until the child reports the mount ready or failed.
+enum Daemon {
+    static func spawnForegroundChild(logFile: String?) throws {
+        var pipeFDs: [Int32] = [0, 0]
+        guard pipe(&pipeFDs) == 0 else { throw CLIError.usage("pipe: \(String(cString: strerror(errno)))") }
+        let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
+        closeInheritedDescriptors(except: [readEnd, writeEnd])
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let arguments = ArgumentRewriting.rewrite(CommandLine.arguments) + ["--foreground", "--ready-fd", "3"]
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        if let logFile {
+            posix_spawn_file_actions_addopen(&actions, 2, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)
+        posix_spawn_file_actions_addclose(&actions, readEnd)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // POSIX_SPAWN_SETSID (0x80) is a GNU extension Glibc does not export to Swift.
+        posix_spawnattr_setflags(&attributes, Int16(0x80))
+
+        var pid: pid_t = 0
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        close(writeEnd)
+        guard rc == 0 else {
+            close(readEnd)
+            throw CLIError.bucket("cannot start the mount process: \(String(cString: strerror(rc)))", exitCode: 1)
+        }
+        let report = ReadyPipe.wait(fd: readEnd)
+        close(readEnd)
+        switch report {
+        case .ready:
+            return
+        case .failed(let code, let message):
+            throw CLIError.bucket(message, exitCode: code)
+        case .vanished:
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            throw CLIError.bucket("the mount process exited before the mount was ready (status \(status))", exitCode: 1)
+        }
+    }
+}
+
+/// The daemon must not hold on to descriptors of whoever ran `bucketfs
+/// mount` (a pipe it keeps open would make `bucketfs mount | cat` wait until
+/// unmount): everything above stderr is marked close-on-exec before the
+/// spawn. The parent exits right after, so changing its flags is harmless.
+private func closeInheritedDescriptors(except keep: Set<Int32>) {
+    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
+    for fd in entries.compactMap({ Int32($0) }) where fd > 2 && !keep.contains(fd) {
+        let flags = fcntl(fd, F_GETFD)
+        if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+    }
+}
+
+/// One line from the child: "READY" or "FAILED <code> <message>".
+enum ReadyPipe {
+    enum Report { case ready, failed(Int32, String), vanished }
+
+    static func report(fd: Int32, ready: Bool = false, code: Int32 = 0, message: String = "") {
+        let line = ready ? "READY\n" : "FAILED \(code) \(message)\n"
+        var bytes = Array(line.utf8)
+        _ = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+
+    static func wait(fd: Int32) -> Report {
+        var data = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            data += buffer[0..<n]
+            if data.contains(UInt8(ascii: "\n")) { break }
+        }
+        let line = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if line == "READY" { return .ready }
+        guard line.hasPrefix("FAILED ") else { return .vanished }
+        let rest = line.dropFirst(7)
+        let code = Int32(rest.prefix { $0 != " " }) ?? 1
+        return .failed(code, String(rest.drop { $0 != " " }.dropFirst()))
+    }
+}

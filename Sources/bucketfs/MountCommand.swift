@@ -1,0 +1,97 @@
+import ArgumentParser
+import Foundation
+import FSCore
+import Logging
+import StorageKit
+import Transport
+
+/// `bucketfs mount [options] gs://BUCKET[/PREFIX] MOUNTPOINT`
+///
+/// Exit codes: 0 mounted (or, in the foreground, unmounted cleanly);
+/// 2 no such bucket; 3 credentials missing, refused or not allowed to list;
+/// 4 endpoint unreachable; 5 the mount itself failed (mountpoint missing,
+/// busy, no /dev/fuse); 1 anything else; 64 bad command line.
+struct MountCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mount",
+        abstract: "Mount a bucket (or a prefix of it) on a directory.",
+        discussion: """
+            Runs in the background and returns once the mount is ready, unless --foreground.
+            Unmount with `bucketfs unmount MOUNTPOINT` (or fusermount3 -u); SIGTERM and SIGINT
+            unmount cleanly. Every long option can also be given as -o name=value (with - or _),
+            which is how mount(8) and /etc/fstab pass them:
+              gs://my-bucket  /mnt/b  fuse.bucketfs  _netdev,allow_other,stat_ttl=30  0 0
+            Exit codes: 2 no such bucket, 3 credentials missing or refused, 4 endpoint
+            unreachable, 5 mount failed, 1 other errors.
+            """)
+
+    @Argument(help: "gs://BUCKET[/PREFIX], or just BUCKET.")
+    var bucket: String
+
+    @Argument(help: "The directory to mount on.")
+    var mountpoint: String
+
+    @OptionGroup(title: "Bucket and credentials")
+    var storageOptions: StorageOptions
+
+    @OptionGroup(title: "Filesystem")
+    var filesystem: FilesystemFlags
+
+    @OptionGroup(title: "Process")
+    var process: ProcessFlags
+
+    func run() async throws {
+        do {
+            try await mount()
+        } catch let error as CLIError {
+            if let fd = process.readyFD { ReadyPipe.report(fd: fd, code: error.exitCode, message: error.description) }
+            eprint("bucketfs: \(error)")
+            throw ExitCode(error.exitCode)
+        }
+    }
+
+    private func mount() async throws {
+        let target = try BucketURL(bucket)
+        guard FileManager.default.fileExists(atPath: mountpoint) else {
+            throw CLIError.bucket("mountpoint \(mountpoint) does not exist", exitCode: 5)
+        }
+        if !process.foreground {
+            try Daemon.spawnForegroundChild(logFile: process.logFile)
+            return
+        }
+        try LogSetup.bootstrap(level: process.logLevel, path: process.logFile)
+        let logger = Logger(label: "bucketfs")
+        var configuration = try storageOptions.configuration()
+        configuration.transport = HTTPTransport(configuration: process.transportConfiguration, logger: Logger(label: "bucketfs.transport"))
+        configuration.logger = Logger(label: "bucketfs.storage")
+        let storage = Storage(bucket: target.bucket, configuration: configuration)
+        try await Preflight.check(storage: storage, prefix: target.prefix, endpoint: configuration.endpoint)
+
+        let options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket)
+        let fs = FileSystem(store: StorageKitObjectStore(storage: storage), options: options, logger: Logger(label: "bucketfs.fs"))
+        try await MountRunner(
+            filesystem: fs, mountpoint: mountpoint,
+            fuseOptions: filesystem.fuseOptions(bucketURL: target.description),
+            debug: process.logLevel == .trace, readyFD: process.readyFD, logger: logger
+        ).run()
+    }
+}
+
+/// `gs://bucket/prefix` or `bucket` (as /etc/fstab names it).
+struct BucketURL: CustomStringConvertible {
+    let bucket: String
+    /// "" or a prefix ending in "/".
+    let prefix: String
+
+    init(_ text: String) throws {
+        var rest = Substring(text)
+        if rest.hasPrefix("gs://") { rest = rest.dropFirst(5) }
+        let parts = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let name = parts.first, !name.isEmpty else { throw CLIError.usage("\(text) names no bucket") }
+        bucket = String(name)
+        let path = parts.count > 1 ? parts[1].split(separator: "/").joined(separator: "/") : ""
+        prefix = path.isEmpty ? "" : path + "/"
+    }
+
+    var description: String { "gs://\(bucket)/\(prefix)" }
+}

@@ -1,0 +1,131 @@
+import ArgumentParser
+import Foundation
+import FSCore
+import Logging
+import Transport
+
+/// What the filesystem shows and caches.
+struct FilesystemFlags: ParsableArguments {
+    @Flag(name: .customLong("read-only"), help: "Refuse every change with EROFS.")
+    var readOnly = false
+
+    @Option(name: .customLong("cache-dir"), help: "Directory for the block cache (default: ~/.cache/bucketfs/BUCKET).")
+    var cacheDir: String?
+
+    @Option(name: .customLong("cache-size"), help: "Upper bound of the block cache on disk, in MiB.")
+    var cacheSizeMiB: Int = 1024
+
+    @Option(name: .customLong("read-ahead-budget"), help: "Memory all read-ahead buffers may use together, in MiB.")
+    var readAheadBudgetMiB: Int = 256
+
+    @Option(name: .customLong("stat-ttl"), help: "Seconds file attributes and listings are trusted (0: always ask the bucket).")
+    var statTTL: Double = 60
+
+    @Option(name: .customLong("negative-ttl"), help: "Seconds a name found missing is trusted to stay missing.")
+    var negativeTTL: Double = 5
+
+    @Option(help: "Owner of files without goog-reserved-posix-uid metadata (default: the mounting user).")
+    var uid: UInt32?
+
+    @Option(help: "Group of files without goog-reserved-posix-gid metadata (default: the mounting user's group).")
+    var gid: UInt32?
+
+    @Option(name: .customLong("file-mode"), help: "Octal permissions of files without goog-reserved-posix-mode.")
+    var fileMode: String = "0644"
+
+    @Option(name: .customLong("dir-mode"), help: "Octal permissions of directories.")
+    var dirMode: String = "0755"
+
+    @Flag(name: .customLong("allow-other"), help: "Let other users see the mount (needs user_allow_other in /etc/fuse.conf unless root).")
+    var allowOther = false
+
+    @Option(name: .short, help: "Mount options, comma separated: any long option as name=value, or FUSE options (allow_other, default_permissions, fsname=...).")
+    var o: [String] = []
+
+    func validate() throws {
+        _ = try parseMode(fileMode, "--file-mode")
+        _ = try parseMode(dirMode, "--dir-mode")
+        guard statTTL >= 0, negativeTTL >= 0 else { throw ValidationError("TTLs cannot be negative") }
+        guard cacheSizeMiB >= 0, readAheadBudgetMiB >= 0 else { throw ValidationError("sizes cannot be negative") }
+    }
+
+    private func parseMode(_ text: String, _ name: String) throws -> UInt32 {
+        guard let mode = UInt32(text, radix: 8), mode <= 0o7777 else {
+            throw ValidationError("\(name) \(text) is not an octal mode")
+        }
+        return mode
+    }
+
+    func mountOptions(prefix: String, bucket: String) throws -> MountOptions {
+        var options = MountOptions()
+        options.prefix = prefix
+        options.readOnly = readOnly
+        options.uid = uid ?? getuid()
+        options.gid = gid ?? getgid()
+        options.fileMode = try parseMode(fileMode, "--file-mode")
+        options.dirMode = try parseMode(dirMode, "--dir-mode")
+        options.statTTL = statTTL
+        options.negativeTTL = negativeTTL
+        options.cacheSize = Int64(cacheSizeMiB) << 20
+        options.readAheadBudget = Int64(readAheadBudgetMiB) << 20
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"
+        let directory = cacheDir ?? "\(home)/.cache/bucketfs/\(bucket)"
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw CLIError.usage("cannot create cache directory \(directory): \(error.localizedDescription)")
+        }
+        options.cacheDirectory = directory
+        return options
+    }
+
+    /// Options for libfuse's session: the ones given with -o that libfuse
+    /// knows, plus our name in /proc/mounts.
+    func fuseOptions(bucketURL: String) -> [String] {
+        let sorted = MountOptionParsing.sort(o, ownNames: [])
+        var options = sorted.fuse.filter { !$0.hasPrefix("fsname=") && !$0.hasPrefix("subtype=") }
+        options.append("fsname=\(bucketURL)")
+        options.append("subtype=bucketfs")
+        if allowOther && !options.contains("allow_other") { options.append("allow_other") }
+        if readOnly { options.append("ro") }
+        return options
+    }
+}
+
+/// How the process runs and talks to the network.
+struct ProcessFlags: ParsableArguments {
+    @Flag(help: "Stay attached to the terminal instead of running in the background.")
+    var foreground = false
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: Logger.Level = .info
+
+    @Option(name: .customLong("log-file"), help: "Append log lines to this file (default: standard error; nowhere once in the background).")
+    var logFile: String?
+
+    @Option(name: .customLong("connect-timeout"), help: "Seconds to establish a connection.")
+    var connectTimeout: Double = 10
+
+    @Option(name: .customLong("stall-timeout"), help: "Seconds without progress before a transfer is abandoned and retried.")
+    var stallTimeout: Double = 30
+
+    @Option(name: .customLong("retry-attempts"), help: "Attempts per request (1: no retries).")
+    var retryAttempts: Int = 6
+
+    @Option(name: .customLong("retry-max-time"), help: "Seconds a request may spend retrying before it fails (EIO).")
+    var retryMaxTime: Double = 60
+
+    @Option(name: .customLong("ready-fd"), help: .hidden)
+    var readyFD: Int32?
+
+    var transportConfiguration: TransportConfiguration {
+        TransportConfiguration(
+            connectTimeout: .milliseconds(Int(connectTimeout * 1000)),
+            stallTimeout: .milliseconds(Int(stallTimeout * 1000)),
+            retry: RetryPolicy(
+                maxAttempts: max(1, retryAttempts), initialBackoff: .milliseconds(250), maxBackoff: .seconds(16),
+                totalTimeout: .milliseconds(Int(retryMaxTime * 1000))))
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

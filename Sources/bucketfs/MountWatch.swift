@@ -1,0 +1,126 @@
+import Dispatch
+import Foundation
+import FuseBridge
+import Logging
+
+/// Ends the process's FUSE session when the outside world ends the mount.
+///
+/// Signals: libfuse's own handlers only set a flag that the loop notices at
+/// its next request, so an idle mount would ignore SIGTERM. Here SIGTERM,
+/// SIGINT and SIGHUP are taken by dispatch sources that stop the session at
+/// once (fuse_session_exit + unmount).
+///
+/// Detach: after `fusermount3 -uz` (lazy unmount) with a reader blocked on a
+/// slow download, the kernel sends nothing more until that reader is
+/// answered, so the loop would live on for as long as the network takes. The
+/// watch polls /proc/self/mountinfo; once the mount is gone and the loop has
+/// not ended within `grace`, the process exits, which closes /dev/fuse and
+/// fails the blocked requests (nothing is lost: no writes are pending in a
+/// read-only mount).
+///
+/// `@unchecked Sendable`: every stored property is immutable after init;
+/// the dispatch sources are thread-safe objects that are only resumed once,
+/// in `start()`.
+final class MountWatch: @unchecked Sendable {
+    private let session: FuseSession
+    private let mountpoint: String
+    private let logger: Logger
+    private let grace: Duration
+    private let sources: [any DispatchSourceSignal]
+
+    init(session: FuseSession, mountpoint: String, logger: Logger, grace: Duration = .seconds(3)) {
+        self.session = session
+        self.mountpoint = MountWatch.absolute(mountpoint)
+        self.logger = logger
+        self.grace = grace
+        var sources: [any DispatchSourceSignal] = []
+        for signalNumber in [SIGTERM, SIGINT, SIGHUP] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            sources.append(source)
+        }
+        self.sources = sources
+    }
+
+    /// Starts watching; returns at once.
+    func start() {
+        for source in sources {
+            let number = source.handle
+            source.setEventHandler { [self] in
+                logger.info("signal received: unmounting", metadata: ["signal": "\(number)", "mountpoint": "\(mountpoint)"])
+                session.stop()
+                endIfStillRunning(after: grace, reason: "signal \(number)")
+            }
+            source.resume()
+        }
+        Thread.detachNewThread { [self] in watchMountTable() }
+    }
+
+    private func watchMountTable() {
+        var device: String?
+        while true {
+            let entry = Self.mountEntry(at: mountpoint)
+            if let entry { device = device ?? entry }
+            if let device, entry != device {
+                logger.info("the mount was detached (lazy unmount?)", metadata: ["mountpoint": "\(mountpoint)"])
+                session.stop()
+                endIfStillRunning(after: grace, reason: "mount detached")
+                return
+            }
+            Thread.sleep(forTimeInterval: 1)
+        }
+    }
+
+    private func endIfStillRunning(after grace: Duration, reason: String) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + grace.seconds) { [self] in
+            if Self.mountEntry(at: mountpoint) != nil {
+                // Still mounted (busy): detach it so that the exit below
+                // does not leave a dead mount behind.
+                let detach = Process()
+                detach.executableURL = URL(fileURLWithPath: "/usr/bin/fusermount3")
+                detach.arguments = ["-uz", mountpoint]
+                try? detach.run()
+                detach.waitUntilExit()
+            }
+            logger.warning("FUSE loop still busy \(grace) after \(reason): exiting", metadata: ["mountpoint": "\(mountpoint)"])
+            exit(0)
+        }
+    }
+
+    /// The `major:minor` of the bucketfs mount on `mountpoint`, if mounted.
+    static func mountEntry(at mountpoint: String) -> String? {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
+        for line in table.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, unescape(fields[4]) == mountpoint,
+                  let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count,
+                  fields[dash + 1].hasPrefix("fuse") else { continue }
+            return String(fields[2])
+        }
+        return nil
+    }
+
+    /// mountinfo writes space, tab, newline and backslash as \ooo.
+    static func unescape(_ field: Substring) -> String {
+        var bytes: [UInt8] = []
+        var i = field.utf8.startIndex
+        let utf8 = field.utf8
+        while i < utf8.endIndex {
+            if utf8[i] == UInt8(ascii: "\\"), let end = utf8.index(i, offsetBy: 4, limitedBy: utf8.endIndex),
+               let value = UInt8(String(decoding: utf8[utf8.index(after: i)..<end], as: UTF8.self), radix: 8) {
+                bytes.append(value)
+                i = end
+            } else {
+                bytes.append(utf8[i])
+                i = utf8.index(after: i)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func absolute(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+@testable import FSCore
+
+@Suite("block cache")
+struct BlockCacheTests {
+    let blockSize = 1000
+
+    private func key(_ index: Int64, _ name: String = "obj", generation: Int64 = 1) -> BlockCache.Key {
+        BlockCache.Key(objectName: name, generation: generation, index: index)
+    }
+
+    @Test func storesAndServesRangesOfBlocks() throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: blockSize)
+        let data = bytes(blockSize, seed: 1)
+        #expect(cache.read(key(0), range: 0..<10, blockLength: blockSize) == nil)
+        cache.write(key(0), data)
+        #expect(cache.contains(key(0)))
+        #expect(cache.read(key(0), range: 0..<blockSize, blockLength: blockSize) == data)
+        #expect(cache.read(key(0), range: 100..<250, blockLength: blockSize) == data[100..<250])
+        #expect(cache.read(key(0, generation: 2), range: 0..<10, blockLength: blockSize) == nil, "another generation is another block")
+        #expect(cache.read(key(0), range: 0..<10, blockLength: 999) == nil, "a block of another length is a miss")
+    }
+
+    @Test func evictsTheLeastRecentlyUsedBlocks() throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let perBlock = Int64(blockSize + BlockFile.fixedHeaderSize + key(0).stored.utf8.count)
+        let cache = try BlockCache(directory: dir, capacity: perBlock * 3, blockSize: blockSize)
+        for i in 0..<3 { cache.write(key(Int64(i)), bytes(blockSize, seed: i)) }
+        _ = cache.read(key(0), range: 0..<1, blockLength: blockSize)  // 0 is now recent; 1 is the oldest
+        cache.write(key(3), bytes(blockSize, seed: 3))
+        #expect(cache.contains(key(0)) && !cache.contains(key(1)) && cache.contains(key(2)) && cache.contains(key(3)))
+        #expect(cache.usedBytes <= perBlock * 3 && cache.blockCount == 3)
+        let files = try FileManager.default.subpathsOfDirectory(atPath: dir + "/blocks").filter { $0.count > 3 }
+        #expect(files.count == 3, "evicted files are deleted")
+    }
+
+    @Test func persistsAcrossInstancesAndShrinksToANewCapacity() throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        do {
+            let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: blockSize)
+            for i in 0..<4 { cache.write(key(Int64(i)), bytes(blockSize, seed: i)) }
+        }
+        let reopened = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: blockSize)
+        #expect(reopened.blockCount == 4)
+        #expect(reopened.read(key(2), range: 0..<blockSize, blockLength: blockSize) == bytes(blockSize, seed: 2))
+        let smaller = try BlockCache(directory: dir, capacity: Int64(2 * blockSize + 200), blockSize: blockSize)
+        #expect(smaller.blockCount == 2 && smaller.usedBytes <= Int64(2 * blockSize + 200))
+    }
+
+    @Test func damagedOrShortBlocksAreMisses() throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        do {
+            let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: blockSize)
+            cache.write(key(0), bytes(blockSize, seed: 0))
+            cache.write(key(1), bytes(blockSize, seed: 1))
+        }
+        func path(_ k: BlockCache.Key) -> String { "\(dir)/blocks/\(k.fileName.prefix(2))/\(k.fileName)" }
+        // Flip a payload byte of block 0; cut block 1 short.
+        var damaged = try Data(contentsOf: URL(fileURLWithPath: path(key(0))))
+        damaged[damaged.count - 10] ^= 0xFF
+        try damaged.write(to: URL(fileURLWithPath: path(key(0))))
+        let short = try Data(contentsOf: URL(fileURLWithPath: path(key(1))))
+        try short.prefix(short.count - 1).write(to: URL(fileURLWithPath: path(key(1))))
+
+        let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: blockSize)
+        #expect(cache.read(key(0), range: 0..<10, blockLength: blockSize) == nil, "checksum mismatch")
+        #expect(cache.read(key(1), range: 0..<10, blockLength: blockSize) == nil, "short file")
+        #expect(cache.blockCount == 0 && !FileManager.default.fileExists(atPath: path(key(0))), "damaged blocks are removed")
+    }
+
+    @Test func backgroundWritesAreReadableAtOnce() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: blockSize)
+        let data = bytes(3 * blockSize, seed: 9)
+        cache.store(key(1), data[blockSize..<(2 * blockSize)])  // a slice, as FileReader passes
+        #expect(cache.read(key(1), range: 5..<15, blockLength: blockSize) == data[(blockSize + 5)..<(blockSize + 15)])
+        await cache.waitForPendingWrites()
+        let reopened = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: blockSize)
+        #expect(reopened.read(key(1), range: 0..<blockSize, blockLength: blockSize) == data[blockSize..<(2 * blockSize)])
+    }
+
+    @Test func concurrentReadersAndWritersAgree() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let cache = try BlockCache(directory: dir, capacity: Int64(20 * (blockSize + 64)), blockSize: blockSize)
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    for i in 0..<200 {
+                        let index = Int64((i * 7 + worker) % 40)
+                        let expected = bytes(blockSize, seed: Int(index))
+                        if let got = cache.read(key(index), range: 0..<blockSize, blockLength: blockSize) {
+                            #expect(got == expected)
+                        } else {
+                            cache.write(key(index), expected)
+                        }
+                    }
+                }
+            }
+        }
+        #expect(cache.usedBytes <= Int64(20 * (blockSize + 64)))
+    }
+
+    @Test func lruListKeepsOrder() {
+        var list = LRUList<Int>()
+        for i in 0..<5 { list.touch(i) }
+        list.touch(1)
+        list.remove(3)
+        #expect(list.keysFromOldest == [0, 2, 4, 1] && list.leastRecent == 0 && list.count == 4)
+        list.remove(0)
+        list.remove(1)
+        #expect(list.keysFromOldest == [2, 4])
+    }
+}
+
+@Suite("stat cache")
+struct StatCacheTests {
+    private func info(_ name: String) -> ObjectInfo {
+        ObjectInfo(name: name, size: 1, generation: 1, updated: Date(timeIntervalSince1970: 0))
+    }
+
+    @Test func entriesExpireAndAbsentUsesItsOwnTTL() {
+        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        cache.insert("f", .file(info("f")), now: .zero)
+        cache.insert("g", .absent, now: .zero)
+        #expect(cache.lookup("f", now: .seconds(9)) == .file(info("f")))
+        #expect(cache.lookup("g", now: .seconds(1)) == .absent)
+        #expect(cache.lookup("g", now: .seconds(2)) == nil)
+        #expect(cache.lookup("f", now: .seconds(10)) == nil)
+    }
+
+    @Test func aListingKeepsKnownPlaceholderMetadata() {
+        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        cache.insert("d", .directory(placeholder: info("d/")), now: .zero)
+        cache.insert("d", .directory(placeholder: nil), now: .seconds(1))
+        #expect(cache.lookup("d", now: .seconds(2)) == .directory(placeholder: info("d/")))
+    }
+
+    @Test func staysWithinCapacity() {
+        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        for i in 0..<1000 { cache.insert("n\(i)", .absent, now: .milliseconds(i)) }
+        #expect(cache.count <= 100)
+        #expect(cache.lookup("n999", now: .seconds(1)) == .absent, "the newest survive")
+    }
+}
+
+@Suite("block cache write queue")
+struct BlockCacheQueueTests {
+    @Test func aFullQueueDropsBlocksInsteadOfGrowing() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: 100, maxPendingBytes: 0)
+        cache.store(BlockCache.Key(objectName: "o", generation: 1, index: 0), bytes(100))
+        await cache.waitForPendingWrites()
+        #expect(cache.blockCount == 0)
+    }
+}

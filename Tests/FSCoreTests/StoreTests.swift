@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+@testable import FSCore
+
+@Suite("InMemoryObjectStore")
+struct StoreTests {
+    @Test func passesTheConformanceSuite() async throws {
+        let store = InMemoryObjectStore()
+        try await ObjectStoreConformance.run(store, prefix: "conformance/")
+        #expect(store.objectNames.isEmpty, "the suite cleans up after itself")
+    }
+
+    @Test func passesTheConformanceSuiteUnderAPrefixWithNeighbours() async throws {
+        let store = InMemoryObjectStore(chunkSize: 1000)
+        store.seed("conformance")
+        store.seed("conformance0/x")
+        store.seed("conformancf")
+        try await ObjectStoreConformance.run(store, prefix: "conformance/")
+        #expect(store.objectNames == ["conformance", "conformance0/x", "conformancf"])
+    }
+
+    @Test func conformanceFailuresAreDescriptive() async throws {
+        /// A store that forgets to page.
+        struct Broken: ObjectStore {
+            let inner = InMemoryObjectStore()
+            func list(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ListPage {
+                try await inner.list(prefix: prefix, pageToken: nil, maxResults: 1000)
+            }
+            func stat(_ name: String) async throws(StoreError) -> ObjectInfo { try await inner.stat(name) }
+            func read(_ name: String, generation: Int64, range: Range<Int64>, into sink: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void) async throws(StoreError) -> Int64 {
+                try await inner.read(name, generation: generation, range: range, into: sink)
+            }
+            func put(_ name: String, from path: String?, options: PutOptions) async throws(StoreError) -> ObjectInfo { try await inner.put(name, from: path, options: options) }
+            func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError) { try await inner.delete(name, ifGenerationMatch: ifGenerationMatch) }
+            func copy(_ source: String, to destination: String, ifSourceGenerationMatch: Int64?, ifGenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo {
+                try await inner.copy(source, to: destination, ifSourceGenerationMatch: ifSourceGenerationMatch, ifGenerationMatch: ifGenerationMatch)
+            }
+            func patch(_ name: String, _ patch: MetadataPatch, ifMetagenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo {
+                try await inner.patch(name, patch, ifMetagenerationMatch: ifMetagenerationMatch)
+            }
+        }
+        let broken = Broken()
+        await #expect(throws: ObjectStoreConformance.Failure.self) {
+            try await ObjectStoreConformance.run(broken, prefix: "c/")
+        }
+        // Without the page-size expectations (the emulator) it passes.
+        try await ObjectStoreConformance.run(broken, prefix: "c/", options: .init(checksPageSize: false))
+    }
+
+    @Test func pagesCountItemsAndPrefixesAndResumeAfterAPrefix() async throws {
+        let store = InMemoryObjectStore()
+        for name in ["a", "b/1", "b/2", "b/3", "c", "d/", "e//x", "f"] { store.seed(name) }
+        var entries: [[String]] = []
+        var token: String?
+        repeat {
+            let page = try await store.list(prefix: "", pageToken: token, maxResults: 2)
+            entries.append(page.prefixes + page.items.map(\.name))
+            token = page.nextPageToken
+        } while token != nil
+        #expect(entries == [["b/", "a"], ["d/", "c"], ["e/", "f"]])  // prefixes, then items, per page
+        let root = try await store.list(prefix: "", pageToken: nil, maxResults: 1000)
+        #expect(root.placeholderPrefixes == ["d/"])
+        let e = try await store.list(prefix: "e/", pageToken: nil, maxResults: 1000)
+        #expect(e.prefixes.isEmpty && e.items.isEmpty, "e// has an empty segment")
+        let d = try await store.list(prefix: "d/", pageToken: nil, maxResults: 1000)
+        #expect(d.items.isEmpty && d.prefixes.isEmpty && d.placeholderPrefixes.isEmpty)
+        await #expect(throws: StoreError.self) { _ = try await store.list(prefix: "", pageToken: nil, maxResults: 0) }
+    }
+
+    @Test func preconditionsHold() async throws {
+        let store = InMemoryObjectStore()
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let file = dir + "/f"
+        try bytes(10).write(to: URL(fileURLWithPath: file))
+
+        let v1 = try await store.put("x", from: file, options: PutOptions(ifGenerationMatch: 0))
+        await #expect(throws: StoreError.preconditionFailed("x: generation \(v1.generation), expected 0")) {
+            _ = try await store.put("x", from: file, options: PutOptions(ifGenerationMatch: 0))
+        }
+        let v2 = try await store.put("x", from: file, options: PutOptions(ifGenerationMatch: v1.generation))
+        #expect(v2.generation > v1.generation)
+        await expectPrecondition { _ = try await store.put("x", from: file, options: PutOptions(ifGenerationMatch: v1.generation)) }
+        await expectPrecondition { try await store.delete("x", ifGenerationMatch: v1.generation) }
+        await expectPrecondition { _ = try await store.copy("x", to: "y", ifSourceGenerationMatch: v1.generation, ifGenerationMatch: nil) }
+        await expectPrecondition { _ = try await store.copy("x", to: "x", ifSourceGenerationMatch: nil, ifGenerationMatch: 0) }
+        await expectPrecondition { _ = try await store.patch("x", MetadataPatch(), ifMetagenerationMatch: 7) }
+        let patched = try await store.patch("x", MetadataPatch(), ifMetagenerationMatch: 1)
+        #expect(patched.metageneration == 2 && patched.generation == v2.generation)
+        _ = try await store.copy("x", to: "y", ifSourceGenerationMatch: v2.generation, ifGenerationMatch: 0)
+        try await store.delete("x", ifGenerationMatch: v2.generation)
+        #expect(store.objectNames == ["y"])
+    }
+
+    @Test func countsRequestsAndInjectsFaults() async throws {
+        let store = InMemoryObjectStore()
+        store.seed("a", bytes(100))
+        store.failNext(2, with: .unavailable("503"), operations: [.stat])
+        await #expect(throws: StoreError.unavailable("503")) { _ = try await store.stat("a") }
+        _ = try await store.list(prefix: "", pageToken: nil, maxResults: 10)  // not a stat: unaffected
+        await #expect(throws: StoreError.unavailable("503")) { _ = try await store.stat("a") }
+        _ = try await store.stat("a")
+        #expect(store.requestCount(.stat) == 3 && store.requestCount(.list) == 1 && store.totalRequests == 4)
+
+        store.setFaultHook { operation, name in operation == .read && name == "a" ? .permissionDenied("nope") : nil }
+        await #expect(throws: StoreError.permissionDenied("nope")) {
+            _ = try await store.read("a", generation: 1, range: 0..<1) { _ in }
+        }
+        store.setFaultHook(nil)
+        store.resetCounters()
+        #expect(store.totalRequests == 0)
+    }
+
+    @Test func readsArePinnedToAGeneration() async throws {
+        let store = InMemoryObjectStore()
+        let v1 = store.seed("a", bytes(10, seed: 1))
+        let v2 = store.seed("a", bytes(10, seed: 2))
+        #expect(v2.generation > v1.generation)
+        await #expect(throws: StoreError.notFound("a#\(v1.generation)")) {
+            _ = try await store.read("a", generation: v1.generation, range: 0..<10) { _ in }
+        }
+    }
+
+    private func expectPrecondition(_ body: () async throws -> Void) async {
+        do {
+            try await body()
+            Issue.record("expected preconditionFailed")
+        } catch let error as StoreError {
+            guard case .preconditionFailed = error else { Issue.record("got \(error)"); return }
+        } catch {
+            Issue.record("got \(error)")
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+@testable import FSCore
+
+/// A fresh temporary directory, removed by the caller's `defer`.
+func temporaryDirectory(_ label: String = "fscore") -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)").path
+    try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+func removeDirectory(_ path: String) {
+    try? FileManager.default.removeItem(atPath: path)
+}
+
+/// Deterministic bytes, different for each seed.
+func bytes(_ count: Int, seed: Int = 0) -> Data {
+    var state = UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15 &+ 1
+    var array = [UInt8](repeating: 0, count: count)
+    for i in 0..<count {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        array[i] = UInt8(truncatingIfNeeded: state >> 33)
+    }
+    return Data(array)
+}
+
+/// A core over an in-memory store, with a manual clock and no mount.
+struct Harness {
+    let store: InMemoryObjectStore
+    let clock: ManualClock
+    let fs: FileSystem
+    let mountTime: Date
+
+    init(options: MountOptions = MountOptions(uid: 1000, gid: 1000), store: InMemoryObjectStore = InMemoryObjectStore()) throws {
+        self.store = store
+        self.clock = ManualClock()
+        self.mountTime = Date(timeIntervalSince1970: 1_600_000_000)
+        self.fs = FileSystem(store: store, options: options, clock: clock, mountTime: mountTime)
+    }
+
+    /// Looks up a slash-separated path from the root, one component at a time.
+    @discardableResult
+    func lookup(_ path: String) async throws -> EntryReply {
+        var parent = InodeTable.root
+        var reply: EntryReply?
+        for component in path.split(separator: "/") {
+            reply = try await fs.lookup(parent: parent, name: String(component))
+            parent = reply!.attributes.inode
+        }
+        return reply!
+    }
+
+    /// All entries of a directory, as the kernel would page through them.
+    func list(_ inode: UInt64) async throws -> [DirectoryEntry] {
+        let handle = try await fs.opendir(inode)
+        defer { fs.releasedir(inode, handle: handle) }
+        var all: [DirectoryEntry] = []
+        var offset: Int64 = 0
+        while true {
+            let batch = try await fs.readdir(inode, handle: handle, offset: offset)
+            guard let last = batch.last else { break }
+            all += batch
+            offset = last.nextOffset
+        }
+        return all
+    }
+
+    /// Reads a whole file through open/read/release, in `chunk`-byte reads.
+    func readAll(_ inode: UInt64, chunk: Int = 128 << 10) async throws -> Data {
+        let reply = try await fs.open(inode, flags: O_RDONLY)
+        var result = Data()
+        var offset: Int64 = 0
+        while true {
+            let part = try await fs.read(inode, handle: reply.handle, offset: offset, size: chunk)
+            if part.isEmpty { break }
+            result += part
+            offset += Int64(part.count)
+        }
+        try await fs.release(inode, handle: reply.handle)
+        return result
+    }
+}
+
+/// Asserts that `body` fails with errno `expected`.
+func expectErrno(_ expected: Int32, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+    do {
+        try await body()
+        Issue.record("expected errno \(expected), got success", sourceLocation: sourceLocation)
+    } catch let error as FSError {
+        #expect(error.errno == expected, "\(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected FSError, got \(error)", sourceLocation: sourceLocation)
+    }
+}

@@ -1,0 +1,132 @@
+import FSCore
+import Foundation
+import Synchronization
+
+/// A tiny read-only `FileSystemOperations` for mount tests:
+///
+///     /hello.txt     "Hello, bucketfs!\n"
+///     /big.bin       300 000 patterned bytes (several reads)
+///     /docs/         directory
+///     /docs/readme.md
+///     /many/         120 files with long names (several readdir pages)
+///
+/// It records lookup counting (lookups, countLookups, forgets) and opens.
+final class TinyFileSystem: FileSystemOperations {
+    struct Node: Sendable {
+        var name: String
+        var parent: UInt64
+        var attributes: FileAttributes
+        var contents: Data
+        var children: [UInt64]
+    }
+
+    struct Counters: Sendable {
+        /// Inodes passed to each countLookups call.
+        var countLookupsCalls: [[UInt64]] = []
+        /// Per inode: lookups + counted readdirplus entries - forgets.
+        var lookupCounts: [UInt64: Int64] = [:]
+        var openFlags: [Int32] = []
+        var releases = 0
+    }
+
+    static let modificationTime = Timestamp(seconds: 1_700_000_000, nanoseconds: 123_456_789)
+    static let bigContents = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 / 251) })
+    static let manyCount = 120
+
+    let nodes: [UInt64: Node]
+    let counters = Mutex(Counters())
+    private let nextHandle = Atomic<UInt64>(1)
+
+    init() {
+        var nodes: [UInt64: Node] = [:]
+        func add(_ inode: UInt64, _ name: String, parent: UInt64, directory: Bool, contents: Data = Data()) {
+            let attributes = FileAttributes(
+                inode: inode, size: Int64(directory ? 4096 : contents.count),
+                mode: directory ? S_IFDIR | 0o755 : S_IFREG | 0o644, linkCount: directory ? 2 : 1,
+                uid: 0, gid: 0, accessTime: Self.modificationTime, modificationTime: Self.modificationTime,
+                changeTime: Self.modificationTime)
+            nodes[inode] = Node(name: name, parent: parent, attributes: attributes, contents: contents, children: [])
+            if inode != 1 { nodes[parent]!.children.append(inode) }
+        }
+        add(1, "", parent: 1, directory: true)
+        add(2, "hello.txt", parent: 1, directory: false, contents: Data("Hello, bucketfs!\n".utf8))
+        add(3, "docs", parent: 1, directory: true)
+        add(4, "readme.md", parent: 3, directory: false, contents: Data("# docs\n".utf8))
+        add(5, "big.bin", parent: 1, directory: false, contents: Self.bigContents)
+        add(6, "many", parent: 1, directory: true)
+        for i in 0..<Self.manyCount {
+            let name = "a-rather-long-object-name-to-fill-the-readdir-buffer-quickly-\(i).txt"
+            add(UInt64(100 + i), name, parent: 6, directory: false, contents: Data("\(i)\n".utf8))
+        }
+        self.nodes = nodes
+    }
+
+    func entry(_ inode: UInt64) -> EntryReply {
+        EntryReply(attributes: nodes[inode]!.attributes, entryTimeout: 60, attributeTimeout: 60)
+    }
+
+    func lookup(parent: UInt64, name: String) async throws(FSError) -> EntryReply {
+        guard let dir = nodes[parent], let child = dir.children.first(where: { nodes[$0]!.name == name }) else {
+            throw FSError(ENOENT, "no \(name) in \(parent)")
+        }
+        counters.withLock { $0.lookupCounts[child, default: 0] += 1 }
+        return entry(child)
+    }
+
+    func forget(_ inode: UInt64, lookups: UInt64) {
+        counters.withLock { $0.lookupCounts[inode, default: 0] -= Int64(lookups) }
+    }
+
+    func countLookups(_ inodes: [UInt64]) {
+        counters.withLock {
+            $0.countLookupsCalls.append(inodes)
+            for inode in inodes { $0.lookupCounts[inode, default: 0] += 1 }
+        }
+    }
+
+    func getattr(_ inode: UInt64) async throws(FSError) -> AttributesReply {
+        guard let node = nodes[inode] else { throw FSError(ENOENT) }
+        return AttributesReply(attributes: node.attributes, timeout: 60)
+    }
+
+    func opendir(_ inode: UInt64) async throws(FSError) -> UInt64 {
+        guard let node = nodes[inode] else { throw FSError(ENOENT) }
+        guard node.attributes.mode & S_IFMT == S_IFDIR else { throw FSError(ENOTDIR) }
+        return nextHandle.add(1, ordering: .relaxed).newValue
+    }
+
+    func readdir(_ inode: UInt64, handle: UInt64, offset: Int64) async throws(FSError) -> [DirectoryEntry] {
+        guard let node = nodes[inode] else { throw FSError(ENOENT) }
+        let all = [(".", inode), ("..", node.parent)] + node.children.map { (nodes[$0]!.name, $0) }
+        guard offset < all.count else { return [] }
+        return all.enumerated().dropFirst(Int(offset)).map { index, item in
+            DirectoryEntry(name: item.0, entry: entry(item.1), nextOffset: Int64(index + 1))
+        }
+    }
+
+    func releasedir(_ inode: UInt64, handle: UInt64) {}
+
+    func open(_ inode: UInt64, flags: Int32) async throws(FSError) -> OpenReply {
+        counters.withLock { $0.openFlags.append(flags) }
+        guard nodes[inode] != nil else { throw FSError(ENOENT) }
+        guard flags & O_ACCMODE == O_RDONLY, flags & O_TRUNC == 0 else { throw FSError(EROFS, "read-only") }
+        return OpenReply(handle: nextHandle.add(1, ordering: .relaxed).newValue, keepCache: true)
+    }
+
+    func read(_ inode: UInt64, handle: UInt64, offset: Int64, size: Int) async throws(FSError) -> Data {
+        guard let node = nodes[inode] else { throw FSError(ENOENT) }
+        let start = min(Int(offset), node.contents.count)
+        let end = min(start + size, node.contents.count)
+        return node.contents.subdata(in: start..<end)
+    }
+
+    func release(_ inode: UInt64, handle: UInt64) async throws(FSError) {
+        counters.withLock { $0.releases += 1 }
+    }
+
+    func statfs() -> FilesystemStatistics {
+        FilesystemStatistics(
+            blockSize: 4096, blocks: 1 << 20, freeBlocks: 1 << 19, availableBlocks: 1 << 19, files: 1000,
+            freeFiles: 500, maximumNameLength: 1024)
+    }
+}

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Helpers for scripts/bench.sh (no third-party imports).
+
+  bench_helper.py gen-big PATH MIB SEED
+      writes MIB MiB of deterministic pseudo-random bytes (random.Random(SEED))
+  bench_helper.py offsets SIZE COUNT BLOCK SEED
+      prints COUNT block-aligned offsets in [0, SIZE - BLOCK], one a line
+  bench_helper.py upload-config BASE BUCKET KIND...
+      prints a curl --config that uploads the small objects (one curl process,
+      one kept-alive connection); KIND is dir2000, tree or stat
+  bench_helper.py range-config URL OFFSETS_FILE BLOCK
+      prints a curl --config with one ranged GET per offset
+  bench_helper.py randread FILE OFFSETS_FILE BLOCK [--verify LOCAL] [--deadline S]
+      os.pread()s BLOCK bytes at each offset of one open file; prints IOPS
+      (time of the pread loop only); with --verify compares every block with
+      LOCAL afterwards (outside the timing) and fails on a mismatch; with
+      --deadline stops after S seconds and adds "(N of M reads in S s)"
+  bench_helper.py statloop PATH COUNT
+      os.stat()s PATH COUNT times; prints stat() calls per second
+  bench_helper.py count-items FILE...
+      prints the number of items over the given JSON listing pages
+"""
+
+import hashlib
+import json
+import os
+import random
+import sys
+import time
+import urllib.parse
+
+DIR2000_COUNT = 2000
+TREE_SHAPE = (10, 10, 10)  # tree/dA/eB/fC.txt: 1,000 files, 111 directories
+
+
+def small_object_names(kind):
+    if kind == "dir2000":
+        return [f"dir2000/file-{i:04d}.txt" for i in range(DIR2000_COUNT)]
+    if kind == "tree":
+        a, b, c = TREE_SHAPE
+        return [f"tree/d{i}/e{j}/f{k}.txt" for i in range(a) for j in range(b) for k in range(c)]
+    if kind == "stat":
+        return ["stat/one.txt"]
+    raise SystemExit(f"unknown kind {kind}")
+
+
+def curl_quote(text):
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return '"' + escaped + '"'
+
+
+def gen_big(path, mib, seed):
+    rng = random.Random(int(seed))
+    with open(path, "wb") as f:
+        for _ in range(int(mib)):
+            f.write(rng.randbytes(1 << 20))
+
+
+def offsets(size, count, block, seed):
+    size, count, block = int(size), int(count), int(block)
+    rng = random.Random(int(seed))
+    slots = (size - block) // block + 1
+    for _ in range(count):
+        print(rng.randrange(slots) * block)
+
+
+def upload_config(base, bucket, kinds):
+    entries = []
+    for kind in kinds:
+        for name in small_object_names(kind):
+            url = (f"{base}/upload/storage/v1/b/{bucket}/o?uploadType=media&name="
+                   + urllib.parse.quote(name, safe=""))
+            body = f"bucketfs bench object {name}\n" + "x" * 200 + "\n"
+            entries.append("\n".join([
+                'request = "POST"',
+                'header = "Content-Type: text/plain"',
+                "data-binary = " + curl_quote(body),
+                "url = " + curl_quote(url),
+                'output = "/dev/null"',
+                'write-out = "%{http_code}\\n"',
+            ]))
+    print("silent\nshow-error")
+    print("\nnext\n".join(entries))
+
+
+def range_config(url, offsets_file, block):
+    block = int(block)
+    entries = []
+    with open(offsets_file) as f:
+        for line in f:
+            off = int(line)
+            entries.append("\n".join([
+                "url = " + curl_quote(url),
+                f'range = "{off}-{off + block - 1}"',
+                'output = "/dev/null"',
+                'write-out = "%{http_code} %{size_download}\\n"',
+            ]))
+    print("silent\nshow-error")
+    print("\nnext\n".join(entries))
+
+
+def read_offsets(path):
+    with open(path) as f:
+        return [int(line) for line in f if line.strip()]
+
+
+def randread(path, offsets_file, block, verify=None, deadline=None):
+    block = int(block)
+    offs = read_offsets(offsets_file)
+    total = len(offs)
+    blocks = []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        start = time.perf_counter()
+        stop = start + float(deadline) if deadline else None
+        for off in offs:
+            blocks.append(os.pread(fd, block, off))
+            if stop is not None and time.perf_counter() > stop:
+                break
+        elapsed = time.perf_counter() - start
+    finally:
+        os.close(fd)
+    offs = offs[:len(blocks)]
+    short = sum(1 for b in blocks if len(b) != block)
+    if short:
+        raise SystemExit(f"randread: {short} short reads")
+    if verify:
+        with open(verify, "rb") as f:
+            for off, got in zip(offs, blocks):
+                f.seek(off)
+                if f.read(block) != got:
+                    raise SystemExit(f"randread: wrong bytes at offset {off}")
+    iops = f"{len(offs) / elapsed:.0f}"
+    if len(offs) < total:
+        iops += f" ({len(offs)} of {total} reads in {elapsed:.0f} s)"
+    print(iops)
+    print(f"randread: {len(offs)} of {total} x {block} B in {elapsed:.3f} s", file=sys.stderr)
+
+
+def statloop(path, count):
+    count = int(count)
+    os.stat(path)  # the first (lookup) is not what is measured
+    stat = os.stat
+    start = time.perf_counter()
+    for _ in range(count):
+        stat(path)
+    elapsed = time.perf_counter() - start
+    print(f"{count / elapsed:.0f}")
+    print(f"statloop: {count} stat() in {elapsed:.3f} s", file=sys.stderr)
+
+
+def count_items(files):
+    total = 0
+    for name in files:
+        with open(name) as f:
+            total += len(json.load(f).get("items", []))
+    print(total)
+
+
+def main(argv):
+    if len(argv) < 2:
+        raise SystemExit(__doc__)
+    cmd, args = argv[1], argv[2:]
+    if cmd == "gen-big":
+        gen_big(*args)
+    elif cmd == "offsets":
+        offsets(*args)
+    elif cmd == "upload-config":
+        upload_config(args[0], args[1], args[2:])
+    elif cmd == "range-config":
+        range_config(*args)
+    elif cmd == "randread":
+        opts = {}
+        for flag in ("--verify", "--deadline"):
+            if flag in args:
+                i = args.index(flag)
+                opts[flag[2:]] = args[i + 1]
+                args = args[:i] + args[i + 2:]
+        randread(*args, **opts)
+    elif cmd == "statloop":
+        statloop(*args)
+    elif cmd == "count-items":
+        count_items(args)
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

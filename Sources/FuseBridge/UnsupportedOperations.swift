@@ -43,20 +43,17 @@ func installUnsupportedOperations(_ ops: inout fuse_lowlevel_ops) {
     // ENOSYS, "Function not implemented".)
     ops.readlink = { req, _ in unsupported(req, "readlink", EINVAL) }
 
-    // Extended attributes: reading finds none (ENODATA, an empty list), so
-    // `ls -l` (security.selinux, ACL probes) and `cp -a` work quietly;
-    // changing them is not supported (ENOTSUP, which cp -a/rsync -X accept).
-    ops.getxattr = { req, _, _, _ in unsupported(req, "getxattr", ENODATA) }
-    ops.listxattr = { req, _, size in
-        let reply = Reply(req, "listxattr")
-        if size == 0 {
-            reply.xattrSize(0)  // a size query: the list needs 0 bytes
-        } else {
-            reply.data(Data())  // the list itself: empty
-        }
-    }
-    ops.setxattr = { req, _, _, _, _, _ in unsupported(req, "setxattr", ENOTSUP) }
-    ops.removexattr = { req, _, _ in unsupported(req, "removexattr", ENOTSUP) }
+    // Extended attributes: not supported yet. ENOSYS is the one answer the
+    // kernel remembers (fc->no_getxattr etc.): it stops asking and answers
+    // EOPNOTSUPP itself, so `ls -l`, which probes two attributes per file
+    // (security.selinux, system.posix_acl_access), no longer pays two
+    // round trips to this process per entry (measured: warm `ls -l` of 2,000
+    // entries 0.12 s with ENODATA per probe). `cp -a` and `rsync -X` accept
+    // EOPNOTSUPP. When metadata-as-xattrs lands, these become real ops.
+    ops.getxattr = { req, _, _, _ in unsupported(req, "getxattr", ENOSYS) }
+    ops.listxattr = { req, _, _ in unsupported(req, "listxattr", ENOSYS) }
+    ops.setxattr = { req, _, _, _, _, _ in unsupported(req, "setxattr", ENOSYS) }
+    ops.removexattr = { req, _, _ in unsupported(req, "removexattr", ENOSYS) }
 
     // flush (every close), fsync and fsyncdir: success, there is nothing
     // to upload on a read-only mount. When writes land, flush/fsync upload.

@@ -84,16 +84,21 @@ extension FileSystem {
             items += page.items
             token = page.nextPageToken
         } while token != nil
-        if ttl > .zero {
-            state.withLock { s in
-                s.listings[listed] = CachedListing(prefixes: prefixes, items: items, readAt: started)
-                if s.listings.count > Self.cachedListingLimit,
-                   let oldest = s.listings.min(by: { $0.value.readAt < $1.value.readAt })?.key {
-                    s.listings[oldest] = nil
-                }
+        rememberListing(of: listed, prefixes, items, readAt: started)
+        return (prefixes, items)
+    }
+
+    /// Keeps a complete listing of `listed` for opendir (within statTTL;
+    /// at most `cachedListingLimit` of them, the oldest going first).
+    func rememberListing(of listed: String, _ prefixes: [String], _ items: [ObjectInfo], readAt: Duration) {
+        guard options.statTTL > 0 else { return }
+        state.withLock { s in
+            s.listings[listed] = CachedListing(prefixes: prefixes, items: items, readAt: readAt)
+            if s.listings.count > Self.cachedListingLimit,
+               let oldest = s.listings.min(by: { $0.value.readAt < $1.value.readAt })?.key {
+                s.listings[oldest] = nil
             }
         }
-        return (prefixes, items)
     }
 
     public func readdir(_ inode: UInt64, handle: UInt64, offset: Int64) async throws(FSError) -> [DirectoryEntry] {

@@ -131,7 +131,13 @@ extension FileSystem {
 
     private func listResult(_ prefix: String) async -> Result<ListPage, StoreError> {
         do {
-            return .success(try await store.list(prefix: prefix, pageToken: nil, maxResults: 1))
+            let started = clock.now
+            let page = try await store.list(prefix: prefix, pageToken: nil, maxResults: 1)
+            // A page without a next token is the whole listing (a directory
+            // of at most one entry, or a server that ignores maxResults):
+            // keep it, so the opendir that usually follows asks nothing.
+            if page.nextPageToken == nil { rememberListing(of: prefix, page.prefixes, page.items, readAt: started) }
+            return .success(page)
         } catch {
             return .failure(error)
         }

@@ -16,13 +16,16 @@ struct MountCommand: AsyncParsableCommand {
         commandName: "mount",
         abstract: "Mount a bucket (or a prefix of it) on a directory.",
         discussion: """
-            Runs in the background and returns once the mount is ready, unless --foreground.
-            Unmount with `bucketfs unmount MOUNTPOINT` (or fusermount3 -u); SIGTERM and SIGINT
-            unmount cleanly. Every long option can also be given as -o name=value (with - or _),
-            which is how mount(8) and /etc/fstab pass them:
+            Runs in the background and returns once the mount is ready, unless --foreground. \
+            Unmount with `bucketfs unmount MOUNTPOINT` (or fusermount3 -u); SIGTERM and SIGINT unmount cleanly.
+
+            Every long option can also be given as -o name=value (with - or _), which is how mount(8) \
+            and /etc/fstab pass them, e.g. this /etc/fstab line:
+
               gs://my-bucket  /mnt/b  fuse.bucketfs  _netdev,allow_other,stat_ttl=30  0 0
-            Exit codes: 2 no such bucket, 3 credentials missing or refused, 4 endpoint
-            unreachable, 5 mount failed, 1 other errors.
+
+            Exit codes: 2 no such bucket, 3 credentials missing or refused, 4 endpoint unreachable, \
+            5 mount failed, 1 other errors, 64 bad command line.
             """)
 
     @Argument(help: "gs://BUCKET[/PREFIX], or just BUCKET.")

@@ -47,6 +47,10 @@ struct FilesystemFlags: ParsableArguments {
         _ = try parseMode(dirMode, "--dir-mode")
         guard statTTL >= 0, negativeTTL >= 0 else { throw ValidationError("TTLs cannot be negative") }
         guard cacheSizeMiB >= 0, readAheadBudgetMiB >= 0 else { throw ValidationError("sizes cannot be negative") }
+        let unknown = MountOptionParsing.sort(o, ownNames: []).unknown
+        guard unknown.isEmpty else {
+            throw ValidationError("unknown mount option(s): \(unknown.joined(separator: ",")) (see bucketfs mount --help)")
+        }
     }
 
     private func parseMode(_ text: String, _ name: String) throws -> UInt32 {

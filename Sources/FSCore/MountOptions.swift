@@ -35,6 +35,8 @@ public struct MountOptions: Sendable, Equatable {
     /// + path. "" mounts the whole bucket. Normalised by `objectPrefix`.
     public var prefix: String
     public var readOnly: Bool
+    /// The bucket's name, for the recovery folder's layout.
+    public var bucket: String
 
     public init(
         uid: UInt32 = getuid(), gid: UInt32 = getgid(),
@@ -44,7 +46,7 @@ public struct MountOptions: Sendable, Equatable {
         cacheDirectory: String? = nil, cacheSize: Int64 = 1 << 30,
         readAheadBudget: Int64 = 256 << 20,
         readAheadInitial: Int64 = 1 << 20, readAheadMax: Int64 = 64 << 20,
-        prefix: String = "", readOnly: Bool = false
+        prefix: String = "", readOnly: Bool = false, bucket: String = ""
     ) {
         self.uid = uid
         self.gid = gid
@@ -60,6 +62,7 @@ public struct MountOptions: Sendable, Equatable {
         self.readAheadMax = readAheadMax
         self.prefix = prefix
         self.readOnly = readOnly
+        self.bucket = bucket
     }
 
     /// The prefix as object names use it: "" or segments joined by "/" with

@@ -10,7 +10,7 @@ enum ArgumentRewriting {
         "negative-ttl", "uid", "gid", "file-mode", "dir-mode", "log-level", "log-file", "connect-timeout",
         "stall-timeout", "retry-attempts", "retry-max-time",
     ]
-    static let flagOptions: Set<String> = ["anonymous", "read-only", "foreground", "allow-other"]
+    static let flagOptions: Set<String> = ["anonymous", "read-only", "foreground", "allow-other", "retry-pending"]
 
     /// `arguments` includes the program name at index 0; so does the result.
     static func rewrite(_ arguments: [String]) -> [String] {

@@ -71,7 +71,11 @@ struct MountCommand: AsyncParsableCommand {
         try await Preflight.check(storage: storage, prefix: target.prefix, endpoint: configuration.endpoint)
 
         let options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket)
-        let fs = FileSystem(store: StorageKitObjectStore(storage: storage), options: options, logger: Logger(label: "bucketfs.fs"))
+        let store = StorageKitObjectStore(storage: storage)
+        await PendingUploads.handle(
+            RecoveryFolder(cacheDirectory: options.cacheDirectory!, bucket: target.bucket, logger: logger),
+            store: store, retry: filesystem.retryPending, logger: logger)
+        let fs = FileSystem(store: store, options: options, logger: Logger(label: "bucketfs.fs"))
         try await MountRunner(
             filesystem: fs, mountpoint: mountpoint,
             fuseOptions: filesystem.fuseOptions(bucketURL: target.description),

@@ -9,8 +9,11 @@ struct FilesystemFlags: ParsableArguments {
     @Flag(name: .customLong("read-only"), help: "Refuse every change with EROFS.")
     var readOnly = false
 
-    @Option(name: .customLong("cache-dir"), help: "Directory for the block cache (default: ~/.cache/bucketfs/BUCKET).")
+    @Option(name: .customLong("cache-dir"), help: "Directory for the block cache, staged writes and the recovery folder (default: ~/.cache/bucketfs/BUCKET).")
     var cacheDir: String?
+
+    @Flag(name: .customLong("retry-pending"), help: "Before mounting, upload the files a failed upload left in CACHE-DIR/recovery/BUCKET (each with the precondition it had).")
+    var retryPending = false
 
     @Option(name: .customLong("cache-size"), help: "Upper bound of the block cache on disk, in MiB.")
     var cacheSizeMiB: Int = 1024
@@ -64,6 +67,7 @@ struct FilesystemFlags: ParsableArguments {
         var options = MountOptions()
         options.prefix = prefix
         options.readOnly = readOnly
+        options.bucket = bucket
         options.uid = uid ?? getuid()
         options.gid = gid ?? getgid()
         options.fileMode = try parseMode(fileMode, "--file-mode")

@@ -140,12 +140,18 @@ public struct RecoveryFolder: Sendable {
         let leftovers = (try? fm.contentsOfDirectory(atPath: staging)) ?? []
         if !leftovers.isEmpty {
             let target = (recovery?.root ?? staging + "-leftovers") + "/unattributed"
-            try? fm.createDirectory(atPath: target, withIntermediateDirectories: true)
             let stamp = Int(Date().timeIntervalSince1970)
             for name in leftovers {
+                let source = staging + "/" + name
+                if let size = (try? fm.attributesOfItem(atPath: source)[.size]) as? NSNumber, size.int64Value == 0 {
+                    // No bytes to lose.
+                    try? fm.removeItem(atPath: source)
+                    continue
+                }
                 let destination = "\(target)/\(stamp)-\(name)"
                 do {
-                    try fm.moveItem(atPath: staging + "/" + name, toPath: destination)
+                    try fm.createDirectory(atPath: target, withIntermediateDirectories: true)
+                    try fm.moveItem(atPath: source, toPath: destination)
                     logger.warning("a previous mount left unsaved bytes; kept for you", metadata: ["path": "\(destination)"])
                 } catch {
                     logger.error("cannot move a leftover staged file", metadata: ["path": "\(staging)/\(name)", "cause": "\(error)"])

@@ -66,6 +66,7 @@ extension FileSystem {
         guard offset >= 0 else { throw FSError(EINVAL, "write at \(offset)") }
         guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(EFBIG, "write past 5 TiB") }
         try await staged.write(data, at: offset, now: Timestamp(Date()))
+        advanceStream(staged, inode: inode)
         return data.count
     }
 
@@ -139,10 +140,14 @@ extension FileSystem {
             return .failure(uploadFailed(staged, name: name, version: snapshot.version, options: options, cause, reason))
         }
         let info: ObjectInfo
-        do {
-            info = try await store.put(name, from: staged.file.path, options: options)
-        } catch {
-            return .failure(uploadFailed(staged, name: name, version: snapshot.version, options: options, error, reason))
+        if let streamed = await finishStream(staged, snapshot, name: name, metadata: options.customMetadata) {
+            info = streamed
+        } else {
+            do {
+                info = try await store.put(name, from: staged.file.path, options: options)
+            } catch {
+                return .failure(uploadFailed(staged, name: name, version: snapshot.version, options: options, error, reason))
+            }
         }
         staged.uploaded(version: snapshot.version, info: info, sentMetadata: snapshot.pendingMetadata)
         recovery?.remove(objectName: name)
@@ -210,11 +215,15 @@ extension FileSystem {
     }
 
     func discard(_ staged: StagedFile) {
-        let reader = staged.state.withLock { s -> FileReader? in
-            defer { s.baseReader = nil }
-            return s.baseReader
+        let (reader, stream) = staged.state.withLock { s -> (FileReader?, UploadStream?) in
+            defer {
+                s.baseReader = nil
+                s.stream = nil
+            }
+            return (s.baseReader, s.stream)
         }
         reader?.close()
+        if let stream { Task { await stream.put.abandon() } }
         staged.file.close()
         Glibc.unlink(staged.file.path)
     }

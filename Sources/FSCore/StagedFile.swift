@@ -50,6 +50,9 @@ final class StagedFile: Sendable {
         var sequentialEnd: Int64?
         /// The upload in flight, so two flushes never upload at once.
         var upload: Task<Result<Void, FSError>, Never>?
+        /// The upload started while writing in order (see `UploadStream`).
+        var stream: UploadStream?
+        var streamStarting = false
 
         var dirty: Bool { version != uploadedVersion }
     }
@@ -99,6 +102,8 @@ final class StagedFile: Sendable {
         let reader = state.withLock { s -> FileReader? in
             s.uploadedVersion = max(s.uploadedVersion, version)
             s.failedVersion = nil
+            // Appends after an upload cannot continue its session.
+            if s.size > 0 { s.sequentialEnd = nil }
             s.base = info
             s.baseLimit = 0
             s.present = []
@@ -165,16 +170,20 @@ final class StagedFile: Sendable {
     func truncate(to newSize: Int64, now: Timestamp) async throws(FSError) {
         // Fetches in flight would write base bytes back past the new end.
         await waitForFetches()
-        let changed = state.withLock { s -> Bool in
-            guard s.size != newSize else { return false }
+        let (changed, dropped) = state.withLock { s -> (Bool, UploadStream?) in
+            // The stream carries bytes that are no longer the content.
+            let dropped = s.stream
+            s.stream = nil
+            guard s.size != newSize else { return (false, dropped) }
             s.baseLimit = min(s.baseLimit, newSize)
             s.present = s.present.filter { $0 * blockSize < s.baseLimit }
             s.size = newSize
             s.version += 1
             s.modificationTime = now
             if newSize == 0 { s.sequentialEnd = 0 } else if let end = s.sequentialEnd, newSize != end { s.sequentialEnd = nil }
-            return true
+            return (true, dropped)
         }
+        if let dropped { Task { await dropped.put.abandon() } }
         guard changed else { return }
         try file.truncate(to: newSize)
     }

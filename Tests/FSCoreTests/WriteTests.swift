@@ -77,6 +77,47 @@ private let MiB = 1 << 20
         #expect(try await h.download("f") == expected)
     }
 
+    @Test func aFileWrittenInOrderStreamsItsUploadWhileBeingWritten() async throws {
+        let h = try Harness()
+        let content = bytes(40 * MiB + 12345, seed: 9)
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "movie.bin", mode: 0o644, flags: O_WRONLY)
+        let inode = entry.attributes.inode
+        var offset = 0
+        while offset < content.count {
+            let piece = content[offset..<min(content.count, offset + MiB)]
+            _ = try await h.fs.write(inode, handle: open.handle, offset: Int64(offset), data: Data(piece))
+            offset += piece.count
+        }
+        // Sends run in the background while writing goes on.
+        for _ in 0..<200 where h.store.requestCount(.streamingSend) < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(h.store.requestCount(.streamingStart) == 1)
+        #expect(h.store.requestCount(.streamingSend) >= 1, "bytes were sent before the close")
+        try await h.fs.flush(inode, handle: open.handle)
+        try await h.fs.release(inode, handle: open.handle)
+        #expect(h.store.requestCount(.put) == 0, "the close finished the stream instead of uploading again")
+        #expect(h.store.requestCount(.streamingFinish) == 1)
+        #expect(try await h.download("movie.bin") == content)
+        #expect(try await h.store.stat("movie.bin").customMetadata["goog-reserved-file-mtime"] != nil)
+    }
+
+    @Test func aWriteOutOfOrderEndsTheStreamAndTheCloseUploadsTheWholeFile() async throws {
+        let h = try Harness()
+        var content = bytes(20 * MiB, seed: 10)
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "f", mode: 0o644, flags: O_RDWR)
+        let inode = entry.attributes.inode
+        for offset in stride(from: 0, to: content.count, by: MiB) {
+            _ = try await h.fs.write(inode, handle: open.handle, offset: Int64(offset), data: Data(content[offset..<(offset + MiB)]))
+        }
+        for _ in 0..<200 where h.store.requestCount(.streamingSend) < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        _ = try await h.fs.write(inode, handle: open.handle, offset: 10, data: Data("patched".utf8))
+        content.replaceSubrange(10..<17, with: Data("patched".utf8))
+        try await h.fs.flush(inode, handle: open.handle)
+        try await h.fs.release(inode, handle: open.handle)
+        #expect(h.store.requestCount(.streamingFinish) == 0)
+        #expect(h.store.requestCount(.put) == 1)
+        #expect(try await h.download("f") == content)
+    }
+
     @Test func openWithTruncateEmptiesTheFile() async throws {
         let h = try Harness()
         h.store.seed("f", bytes(3 * MiB, seed: 3))

@@ -4,9 +4,9 @@ import Synchronization
 /// The upload of a file written in order, started while it is written.
 ///
 /// A file written from offset 0 strictly in order (`cp`, `dd`, a download
-/// into the mount), once it holds `streamThreshold` bytes, starts a
+/// into the mount), once it holds `MountOptions.streamChunkSize` bytes, starts a
 /// resumable upload of unknown length and sends every further
-/// `streamThreshold` bytes as they arrive, from the staged file (so memory
+/// `MountOptions.streamChunkSize` bytes as they arrive, from the staged file (so memory
 /// stays bounded whatever the size). The close then only sends the tail and
 /// finishes the session, instead of uploading everything after the last
 /// write. A write anywhere else, or a truncation, ends streaming for that
@@ -37,7 +37,7 @@ final class UploadStream: Sendable {
 
 extension FileSystem {
     /// Bytes a stream waits for before it starts, and sends at a time.
-    static let streamThreshold: Int64 = 16 << 20
+    var streamThreshold: Int64 { options.streamChunkSize }
 
     /// After a write: starts, feeds or ends the stream of `staged`.
     func advanceStream(_ staged: StagedFile, inode: UInt64) {
@@ -52,13 +52,13 @@ extension FileSystem {
             }
             switch s.stream {
             case nil:
-                guard !s.streamStarting, end >= Self.streamThreshold else { return .none }
+                guard !s.streamStarting, end >= streamThreshold else { return .none }
                 s.streamStarting = true
                 return .start(s)
             case let stream?:
                 return stream.state.withLock { t -> Step in
                     let granularity = stream.put.granularity
-                    let target = end / Self.streamThreshold * Self.streamThreshold / granularity * granularity
+                    let target = end / streamThreshold * streamThreshold / granularity * granularity
                     guard t.sending == nil, t.failure == nil, target > t.requested else { return .none }
                     t.requested = target
                     t.sending = Task { await self.send(stream, upTo: target) }

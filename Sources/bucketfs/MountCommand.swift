@@ -67,10 +67,12 @@ struct MountCommand: AsyncParsableCommand {
         var configuration = try storageOptions.configuration()
         configuration.transport = HTTPTransport(configuration: process.transportConfiguration, logger: Logger(label: "bucketfs.transport"))
         configuration.logger = Logger(label: "bucketfs.storage")
+        configuration.uploadChunkSize = Int64(process.uploadChunkMiB) << 20
         let storage = Storage(bucket: target.bucket, configuration: configuration)
         try await Preflight.check(storage: storage, prefix: target.prefix, endpoint: configuration.endpoint)
 
-        let options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket)
+        var options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket)
+        options.streamChunkSize = configuration.uploadChunkSize
         let store = StorageKitObjectStore(storage: storage)
         await PendingUploads.handle(
             RecoveryFolder(cacheDirectory: options.cacheDirectory!, bucket: target.bucket, logger: logger),

@@ -117,6 +117,9 @@ struct ProcessFlags: ParsableArguments {
     @Option(name: .customLong("stall-timeout"), help: "Seconds without progress before a transfer is abandoned and retried.")
     var stallTimeout: Double = 30
 
+    @Option(name: .customLong("upload-chunk-size"), help: "Size of each request of a resumable upload, in MiB (files written in order also start uploading once they hold this much).")
+    var uploadChunkMiB: Int = 64
+
     @Option(name: .customLong("retry-attempts"), help: "Attempts per request (1: no retries).")
     var retryAttempts: Int = 6
 
@@ -125,6 +128,10 @@ struct ProcessFlags: ParsableArguments {
 
     @Option(name: .customLong("ready-fd"), help: .hidden)
     var readyFD: Int32?
+
+    func validate() throws {
+        guard (1...1024).contains(uploadChunkMiB) else { throw ValidationError("--upload-chunk-size must be 1 to 1024 MiB") }
+    }
 
     var transportConfiguration: TransportConfiguration {
         TransportConfiguration(

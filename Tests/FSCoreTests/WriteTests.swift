@@ -78,7 +78,7 @@ private let MiB = 1 << 20
     }
 
     @Test func aFileWrittenInOrderStreamsItsUploadWhileBeingWritten() async throws {
-        let h = try Harness()
+        let h = try Harness(options: MountOptions(uid: 1000, gid: 1000, streamChunkSize: 16 << 20))
         let content = bytes(40 * MiB + 12345, seed: 9)
         let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "movie.bin", mode: 0o644, flags: O_WRONLY)
         let inode = entry.attributes.inode
@@ -101,7 +101,7 @@ private let MiB = 1 << 20
     }
 
     @Test func aWriteOutOfOrderEndsTheStreamAndTheCloseUploadsTheWholeFile() async throws {
-        let h = try Harness()
+        let h = try Harness(options: MountOptions(uid: 1000, gid: 1000, streamChunkSize: 16 << 20))
         var content = bytes(20 * MiB, seed: 10)
         let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "f", mode: 0o644, flags: O_RDWR)
         let inode = entry.attributes.inode
@@ -109,6 +109,7 @@ private let MiB = 1 << 20
             _ = try await h.fs.write(inode, handle: open.handle, offset: Int64(offset), data: Data(content[offset..<(offset + MiB)]))
         }
         for _ in 0..<200 where h.store.requestCount(.streamingSend) < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(h.store.requestCount(.streamingSend) == 1, "16 MiB were streamed")
         _ = try await h.fs.write(inode, handle: open.handle, offset: 10, data: Data("patched".utf8))
         content.replaceSubrange(10..<17, with: Data("patched".utf8))
         try await h.fs.flush(inode, handle: open.handle)

@@ -40,10 +40,13 @@ public final class InMemoryObjectStore: ObjectStore {
     private let now: @Sendable () -> Date
     /// Bytes per call of a read's sink, as a network would deliver them.
     public let chunkSize: Int
+    /// Reported as every object's `bucket`.
+    public let bucket: String
 
-    public init(now: @escaping @Sendable () -> Date = { Date() }, chunkSize: Int = 64 << 10) {
+    public init(now: @escaping @Sendable () -> Date = { Date() }, chunkSize: Int = 64 << 10, bucket: String = "in-memory") {
         self.now = now
         self.chunkSize = max(1, chunkSize)
+        self.bucket = bucket
     }
 
     // MARK: - Test controls
@@ -69,7 +72,7 @@ public final class InMemoryObjectStore: ObjectStore {
     @discardableResult
     public func seed(_ name: String, _ data: Data = Data(), contentType: String? = nil, customMetadata: [String: String] = [:]) -> ObjectInfo {
         state.withLock { s in
-            Self.store(&s, name: name, data: data, contentType: contentType, customMetadata: customMetadata, at: now())
+            store(&s, name: name, data: data, contentType: contentType, customMetadata: customMetadata, at: now())
         }
     }
 
@@ -174,7 +177,7 @@ public final class InMemoryObjectStore: ObjectStore {
             try Self.begin(&s, .put, name)
             try Self.validate(name)
             try Self.check(s.objects[name]?.info.generation, matches: options.ifGenerationMatch, name)
-            return Self.store(&s, name: name, data: data, contentType: options.contentType, customMetadata: options.customMetadata, at: now())
+            return store(&s, name: name, data: data, contentType: options.contentType, customMetadata: options.customMetadata, at: now())
         }
     }
 
@@ -195,7 +198,7 @@ public final class InMemoryObjectStore: ObjectStore {
             guard let original = s.objects[source] else { throw .notFound(source) }
             try Self.check(original.info.generation, matches: ifSourceGenerationMatch, source)
             try Self.check(s.objects[destination]?.info.generation, matches: ifGenerationMatch, destination)
-            var info = Self.store(&s, name: destination, data: original.data, contentType: original.info.contentType,
+            var info = store(&s, name: destination, data: original.data, contentType: original.info.contentType,
                                   customMetadata: original.info.customMetadata, at: now())
             info.cacheControl = original.info.cacheControl
             info.contentDisposition = original.info.contentDisposition
@@ -255,10 +258,11 @@ public final class InMemoryObjectStore: ObjectStore {
         }
     }
 
-    private static func store(_ s: inout State, name: String, data: Data, contentType: String?, customMetadata: [String: String], at date: Date) -> ObjectInfo {
+    private func store(_ s: inout State, name: String, data: Data, contentType: String?, customMetadata: [String: String], at date: Date) -> ObjectInfo {
         var info = ObjectInfo(
             name: name, size: Int64(data.count), generation: s.nextGeneration, metageneration: 1, updated: date,
             contentType: contentType ?? "application/octet-stream", customMetadata: customMetadata)
+        info.bucket = bucket
         info.timeCreated = date
         s.nextGeneration += 1
         if s.objects[name] == nil { s.sortedNames = nil }

@@ -40,6 +40,9 @@ public protocol ObjectStore: Sendable {
 
 public struct ObjectInfo: Sendable, Equatable {
     public var name: String
+    /// The bucket holding the object, when the store says (read as the
+    /// `gcs.bucket` extended attribute).
+    public var bucket: String?
     public var size: Int64
     public var generation: Int64
     public var metageneration: Int64

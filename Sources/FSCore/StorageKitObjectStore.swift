@@ -84,6 +84,7 @@ public struct StorageKitObjectStore: ObjectStore {
             name: m.fullPath, size: m.size, generation: m.generation, metageneration: m.metageneration,
             updated: m.updated ?? m.timeCreated ?? Date(timeIntervalSince1970: 0), contentType: m.contentType,
             customMetadata: m.customMetadata ?? [:])
+        info.bucket = m.bucket.isEmpty ? nil : m.bucket
         info.cacheControl = m.cacheControl
         info.contentDisposition = m.contentDisposition
         info.contentEncoding = m.contentEncoding

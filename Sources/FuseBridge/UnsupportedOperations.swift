@@ -5,7 +5,9 @@ import Logging
 // What the kernel is told for every operation the filesystem does not
 // offer yet. One table, one comment per choice; when writes land, replace
 // the entries here with trampolines in Operations.swift (which installs
-// its own ops after this table, so an op defined there wins).
+// its own ops after this table, so an op defined there wins). Extended
+// attributes are real ops (ExtendedAttributeOperations.swift), and so is
+// their fast EOPNOTSUPP for namespaces other than user. and gcs.
 //
 // Some ops stay NULL on purpose, because libfuse/the kernel then do the
 // right thing by themselves:
@@ -42,18 +44,6 @@ func installUnsupportedOperations(_ ops: inout fuse_lowlevel_ops) {
     // EINVAL is readlink(2)'s "not a symbolic link". (NULL would give
     // ENOSYS, "Function not implemented".)
     ops.readlink = { req, _ in unsupported(req, "readlink", EINVAL) }
-
-    // Extended attributes: not supported yet. ENOSYS is the one answer the
-    // kernel remembers (fc->no_getxattr etc.): it stops asking and answers
-    // EOPNOTSUPP itself, so `ls -l`, which probes two attributes per file
-    // (security.selinux, system.posix_acl_access), no longer pays two
-    // round trips to this process per entry (measured: warm `ls -l` of 2,000
-    // entries 0.12 s with ENODATA per probe). `cp -a` and `rsync -X` accept
-    // EOPNOTSUPP. When metadata-as-xattrs lands, these become real ops.
-    ops.getxattr = { req, _, _, _ in unsupported(req, "getxattr", ENOSYS) }
-    ops.listxattr = { req, _, _ in unsupported(req, "listxattr", ENOSYS) }
-    ops.setxattr = { req, _, _, _, _, _ in unsupported(req, "setxattr", ENOSYS) }
-    ops.removexattr = { req, _, _ in unsupported(req, "removexattr", ENOSYS) }
 
     // flush (every close), fsync and fsyncdir: success, there is nothing
     // to upload on a read-only mount. When writes land, flush/fsync upload.

@@ -21,8 +21,8 @@ import Glibc
 // "contentType" (a legal key other tools may have written). Under `gcs.`
 // no custom key can collide, and no escape rule is needed. The kernel
 // hands any namespace to a FUSE filesystem (checked on Linux 6.18:
-// `setfattr -n gcs.x` and `getfattr -n gcs.x` reach the daemon, as they do
-// for CephFS's `ceph.*`). The `gcs.*` names are not listed, like CephFS's
+// `setfattr -n gcs.x` and `getfattr -n gcs.x` reach the daemon; the mount
+// tests use it). The `gcs.*` names are not listed, like CephFS's
 // virtual `ceph.*` attributes: `cp --preserve=xattr` and `rsync -X` copy
 // what listxattr names, and a local disk refuses `gcs.*` (and a second
 // bucket refuses `gcs.size`), so listing them would make every copy out of

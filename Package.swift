@@ -69,13 +69,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // <sys/xattr.h> for tests that call the xattr syscalls themselves.
+        .systemLibrary(name: "CXattr", path: "Tests/CXattr"),
         .testTarget(name: "TransportTests", dependencies: ["Transport"]),
-        .testTarget(name: "FSCoreTests", dependencies: ["FSCore", "StorageKit"]),
+        .testTarget(name: "FSCoreTests", dependencies: ["FSCore", "StorageKit", "CXattr"]),
         .testTarget(
             name: "FuseBridgeTests",
-            dependencies: ["FuseBridge", "FSCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["FuseBridge", "FSCore", "CXattr", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "MountTests", dependencies: ["StorageKit", "Transport", "FSCore"]),
+        .testTarget(name: "MountTests", dependencies: ["StorageKit", "Transport", "FSCore", "CXattr"]),
         .testTarget(
             name: "StorageKitTests",
             dependencies: ["StorageKit", "Transport"],

@@ -92,8 +92,8 @@ extension FileSystem {
     private func startStream(_ staged: StagedFile, inode: UInt64, _ snapshot: StagedFile.State) async {
         defer { staged.state.withLock { $0.streamStarting = false } }
         guard let path = state.withLock({ $0.inodes[inode]?.path }) else { return }
-        let metadata = Self.uploadMetadata(snapshot)
-        let options = PutOptions(contentType: snapshot.base?.contentType, customMetadata: metadata, ifGenerationMatch: snapshot.base?.generation ?? 0)
+        let options = Self.uploadOptions(snapshot)
+        let metadata = options.customMetadata
         let put: any StreamingPut
         do {
             put = try await store.startStreamingPut(objectName(path), from: staged.file.path, options: options)

@@ -134,9 +134,7 @@ extension FileSystem {
             return .failure(FSError(EIO, "inode \(inode) unknown at \(reason)"))
         }
         let name = objectName(path)
-        let options = PutOptions(
-            contentType: snapshot.base?.contentType, customMetadata: Self.uploadMetadata(snapshot),
-            ifGenerationMatch: snapshot.base?.generation ?? 0)
+        let options = Self.uploadOptions(snapshot)
         do throws(FSError) {
             try await staged.fetchAll()
         } catch {
@@ -160,6 +158,15 @@ extension FileSystem {
         noteUploaded(path, info)
         logger.debug("uploaded", metadata: ["object": "\(name)", "size": "\(info.size)", "generation": "\(info.generation)", "on": "\(reason)"])
         return .success(())
+    }
+
+    /// What an upload sends besides the bytes: the replaced object's
+    /// properties and metadata with the pending changes, and the
+    /// precondition (the generation it replaces, 0 for a new file).
+    static func uploadOptions(_ s: StagedFile.State) -> PutOptions {
+        var base = s.base ?? ObjectInfo(name: "", size: 0, generation: 0, updated: Date())
+        s.pendingProperties.apply(to: &base)
+        return PutOptions(keeping: base, customMetadata: uploadMetadata(s), ifGenerationMatch: s.base?.generation ?? 0)
     }
 
     /// The custom metadata an upload sends: the replaced object's, with the

@@ -24,6 +24,15 @@ public protocol FileSystemOperations: Sendable {
     func read(_ inode: UInt64, handle: UInt64, offset: Int64, size: Int) async throws(FSError) -> Data
     func release(_ inode: UInt64, handle: UInt64) async throws(FSError)
 
+    /// Extended attributes (object metadata; see `ExtendedAttributeName`).
+    /// The bridge answers size queries and ERANGE from the full value or
+    /// name list returned here.
+    func getxattr(_ inode: UInt64, name: String) async throws(FSError) -> Data
+    func listxattr(_ inode: UInt64) async throws(FSError) -> [String]
+    /// `flags`: setxattr(2)'s XATTR_CREATE / XATTR_REPLACE.
+    func setxattr(_ inode: UInt64, name: String, value: Data, flags: Int32) async throws(FSError)
+    func removexattr(_ inode: UInt64, name: String) async throws(FSError)
+
     func statfs() -> FilesystemStatistics
 
     // Changes. Every one answers EROFS on a read-only mount.

@@ -42,10 +42,13 @@ public final class InMemoryObjectStore: ObjectStore {
     private let now: @Sendable () -> Date
     /// Bytes per call of a read's sink, as a network would deliver them.
     public let chunkSize: Int
+    /// Reported as every object's `bucket`.
+    public let bucket: String
 
-    public init(now: @escaping @Sendable () -> Date = { Date() }, chunkSize: Int = 64 << 10) {
+    public init(now: @escaping @Sendable () -> Date = { Date() }, chunkSize: Int = 64 << 10, bucket: String = "in-memory") {
         self.now = now
         self.chunkSize = max(1, chunkSize)
+        self.bucket = bucket
     }
 
     // MARK: - Test controls
@@ -71,7 +74,7 @@ public final class InMemoryObjectStore: ObjectStore {
     @discardableResult
     public func seed(_ name: String, _ data: Data = Data(), contentType: String? = nil, customMetadata: [String: String] = [:]) -> ObjectInfo {
         state.withLock { s in
-            Self.store(&s, name: name, data: data, contentType: contentType, customMetadata: customMetadata, at: now())
+            store(&s, name: name, data: data, options: PutOptions(contentType: contentType, customMetadata: customMetadata), at: now())
         }
     }
 
@@ -176,7 +179,7 @@ public final class InMemoryObjectStore: ObjectStore {
             try Self.begin(&s, .put, name)
             try Self.validate(name)
             try Self.check(s.objects[name]?.info.generation, matches: options.ifGenerationMatch, name)
-            return Self.store(&s, name: name, data: data, contentType: options.contentType, customMetadata: options.customMetadata, at: now())
+            return store(&s, name: name, data: data, options: options, at: now())
         }
     }
 
@@ -207,12 +210,8 @@ public final class InMemoryObjectStore: ObjectStore {
             guard let original = s.objects[source] else { throw .notFound(source) }
             try Self.check(original.info.generation, matches: ifSourceGenerationMatch, source)
             try Self.check(s.objects[destination]?.info.generation, matches: ifGenerationMatch, destination)
-            var info = Self.store(&s, name: destination, data: original.data, contentType: original.info.contentType,
-                                  customMetadata: original.info.customMetadata, at: now())
-            info.cacheControl = original.info.cacheControl
-            info.contentDisposition = original.info.contentDisposition
-            info.contentEncoding = original.info.contentEncoding
-            info.contentLanguage = original.info.contentLanguage
+            var info = store(&s, name: destination, data: original.data, options: PutOptions(
+                keeping: original.info, customMetadata: original.info.customMetadata, ifGenerationMatch: nil), at: now())
             s.objects[destination]?.info = info
             return info
         }
@@ -251,7 +250,7 @@ public final class InMemoryObjectStore: ObjectStore {
         try state.withLock { s throws(StoreError) in
             try Self.begin(&s, .streamingFinish, name)
             try Self.check(s.objects[name]?.info.generation, matches: options.ifGenerationMatch, name)
-            return Self.store(&s, name: name, data: data, contentType: options.contentType, customMetadata: options.customMetadata, at: now())
+            return store(&s, name: name, data: data, options: options, at: now())
         }
     }
 
@@ -284,10 +283,15 @@ public final class InMemoryObjectStore: ObjectStore {
         }
     }
 
-    private static func store(_ s: inout State, name: String, data: Data, contentType: String?, customMetadata: [String: String], at date: Date) -> ObjectInfo {
+    private func store(_ s: inout State, name: String, data: Data, options: PutOptions, at date: Date) -> ObjectInfo {
         var info = ObjectInfo(
             name: name, size: Int64(data.count), generation: s.nextGeneration, metageneration: 1, updated: date,
-            contentType: contentType ?? "application/octet-stream", customMetadata: customMetadata)
+            contentType: options.contentType ?? "application/octet-stream", customMetadata: options.customMetadata)
+        info.cacheControl = options.cacheControl
+        info.contentDisposition = options.contentDisposition
+        info.contentEncoding = options.contentEncoding
+        info.contentLanguage = options.contentLanguage
+        info.bucket = bucket
         info.timeCreated = date
         s.nextGeneration += 1
         if s.objects[name] == nil { s.sortedNames = nil }

@@ -63,6 +63,9 @@ public protocol StreamingPut: Sendable {
 
 public struct ObjectInfo: Sendable, Equatable {
     public var name: String
+    /// The bucket holding the object, when the store says (read as the
+    /// `gcs.bucket` extended attribute).
+    public var bucket: String?
     public var size: Int64
     public var generation: Int64
     public var metageneration: Int64
@@ -112,11 +115,25 @@ public struct PutOptions: Sendable {
     public var contentType: String?
     public var customMetadata: [String: String]
     public var ifGenerationMatch: Int64?
+    /// The other writable standard properties (nil: not set).
+    public var cacheControl: String?
+    public var contentDisposition: String?
+    public var contentEncoding: String?
+    public var contentLanguage: String?
 
     public init(contentType: String? = nil, customMetadata: [String: String] = [:], ifGenerationMatch: Int64? = nil) {
         self.contentType = contentType
         self.customMetadata = customMetadata
         self.ifGenerationMatch = ifGenerationMatch
+    }
+
+    /// Options that keep `object`'s content type and standard properties.
+    public init(keeping object: ObjectInfo?, customMetadata: [String: String], ifGenerationMatch: Int64?) {
+        self.init(contentType: object?.contentType, customMetadata: customMetadata, ifGenerationMatch: ifGenerationMatch)
+        cacheControl = object?.cacheControl
+        contentDisposition = object?.contentDisposition
+        contentEncoding = object?.contentEncoding
+        contentLanguage = object?.contentLanguage
     }
 }
 
@@ -130,6 +147,18 @@ public struct MetadataPatch: Sendable, Equatable {
     public var contentLanguage: String??
 
     public init() {}
+}
+
+extension MetadataPatch {
+    /// The standard properties of this patch applied to `info` (custom
+    /// keys are not touched).
+    func apply(to info: inout ObjectInfo) {
+        if let v = contentType { info.contentType = v }
+        if let v = cacheControl { info.cacheControl = v }
+        if let v = contentDisposition { info.contentDisposition = v }
+        if let v = contentEncoding { info.contentEncoding = v }
+        if let v = contentLanguage { info.contentLanguage = v }
+    }
 }
 
 /// Store failures, in the filesystem's vocabulary.

@@ -40,6 +40,9 @@ final class StagedFile: Sendable {
         /// Metadata changes to send with the next upload (chmod on a dirty
         /// file, for example). nil values delete a key.
         var pendingMetadata: [String: String?] = [:]
+        /// Standard properties to set with the next upload (only those
+        /// fields of the patch; its custom keys are in `pendingMetadata`).
+        var pendingProperties = MetadataPatch()
         var modificationTime: Timestamp
         /// Handles open on this file.
         var handles = 0
@@ -89,6 +92,7 @@ final class StagedFile: Sendable {
             info.name = objectName
             info.size = s.size
             for (key, value) in s.pendingMetadata { info.customMetadata[key] = value }
+            s.pendingProperties.apply(to: &info)
             let mtime = Double(s.modificationTime.seconds) + Double(s.modificationTime.nanoseconds) / 1e9
             info.customMetadata[AttributeMapper.mtimeKey] = String(mtime)
             if s.dirty { info.updated = Date() }
@@ -108,10 +112,24 @@ final class StagedFile: Sendable {
             s.baseLimit = 0
             s.present = []
             for (key, value) in sentMetadata where s.pendingMetadata[key] == value { s.pendingMetadata[key] = nil }
+            s.pendingProperties = MetadataPatch()
             defer { s.baseReader = nil }
             return s.baseReader
         }
         reader?.close()
+    }
+
+    /// A metadata change (xattrs) made while the file has unsaved writes:
+    /// custom keys and standard properties go with the coming upload.
+    func takeAlong(_ patch: MetadataPatch) {
+        state.withLock { s in
+            for (key, value) in patch.customMetadata { s.pendingMetadata[key] = value }
+            if let v = patch.contentType { s.pendingProperties.contentType = v }
+            if let v = patch.cacheControl { s.pendingProperties.cacheControl = v }
+            if let v = patch.contentDisposition { s.pendingProperties.contentDisposition = v }
+            if let v = patch.contentEncoding { s.pendingProperties.contentEncoding = v }
+            if let v = patch.contentLanguage { s.pendingProperties.contentLanguage = v }
+        }
     }
 
     /// Metadata changed on the object itself (a patch while this file was

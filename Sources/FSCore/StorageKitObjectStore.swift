@@ -62,6 +62,10 @@ public struct StorageKitObjectStore: ObjectStore {
     private static func metadata(_ options: PutOptions) -> StorageMetadata {
         let metadata = StorageMetadata()
         metadata.contentType = options.contentType
+        metadata.cacheControl = options.cacheControl
+        metadata.contentDisposition = options.contentDisposition
+        metadata.contentEncoding = options.contentEncoding
+        metadata.contentLanguage = options.contentLanguage
         if !options.customMetadata.isEmpty { metadata.customMetadata = options.customMetadata }
         return metadata
     }
@@ -99,6 +103,7 @@ public struct StorageKitObjectStore: ObjectStore {
             name: m.fullPath, size: m.size, generation: m.generation, metageneration: m.metageneration,
             updated: m.updated ?? m.timeCreated ?? Date(timeIntervalSince1970: 0), contentType: m.contentType,
             customMetadata: m.customMetadata ?? [:])
+        info.bucket = m.bucket.isEmpty ? nil : m.bucket
         info.cacheControl = m.cacheControl
         info.contentDisposition = m.contentDisposition
         info.contentEncoding = m.contentEncoding

@@ -6,9 +6,10 @@
 // `FileSystemOperations` core. The Task answers through a `Reply`
 // (Reply.swift), a non-copyable value whose consuming methods are the only
 // way to call fuse_reply_*, so every request is answered exactly once and a
-// slow request never holds a libfuse thread. Operations the core does not
-// offer yet answer a deliberate errno from one table
-// (UnsupportedOperations.swift). `FuseSession` (FuseSession.swift) owns the
+// slow request never holds a libfuse thread. Extended attributes have their
+// own file (ExtendedAttributeOperations.swift), which also answers foreign
+// namespaces inline. Operations the core does not offer yet answer a
+// deliberate errno from one table (UnsupportedOperations.swift). `FuseSession` (FuseSession.swift) owns the
 // libfuse session: create, mount, loop, stop, close.
 //
 // Lifetimes: the session retains a `BridgeContext` (filesystem + logger)

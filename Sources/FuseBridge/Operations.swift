@@ -16,6 +16,7 @@ func makeLowLevelOps() -> fuse_lowlevel_ops {
     var ops = fuse_lowlevel_ops()
     installUnsupportedOperations(&ops)
     installWriteOperations(&ops)
+    installExtendedAttributeOperations(&ops)
 
     ops.`init` = { userdata, conn in
         guard let conn else { return }

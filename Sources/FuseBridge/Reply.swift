@@ -106,6 +106,19 @@ struct Reply: ~Copyable, Sendable {
         send { fuse_reply_xattr($0, size) }
     }
 
+    /// An extended attribute's value or a name list, as getxattr(2) and
+    /// listxattr(2) define it for a caller's buffer of `size` bytes: 0
+    /// asks only for the length, a buffer too small is ERANGE.
+    consuming func xattr(_ bytes: Data, size: Int) {
+        if size == 0 {
+            xattrSize(bytes.count)
+        } else if bytes.count > size {
+            error(ERANGE)
+        } else {
+            data(bytes)
+        }
+    }
+
     /// Success for the operations that answer with no data.
     consuming func success() {
         error(0)

@@ -3,9 +3,9 @@ import Foundation
 import Logging
 
 // What the kernel is told for every operation the filesystem does not
-// offer. One table, one comment per choice; Operations.swift and
-// WriteOperations.swift install their ops after this table, so an op
-// defined there wins.
+// offer. One table, one comment per choice; Operations.swift,
+// WriteOperations.swift and ExtendedAttributeOperations.swift install their
+// ops after this table, so an op defined there wins.
 //
 // Some ops stay NULL on purpose, because libfuse/the kernel then do the
 // right thing by themselves:
@@ -23,18 +23,6 @@ func installUnsupportedOperations(_ ops: inout fuse_lowlevel_ops) {
     // support hard links; an object store has no way to give one object two
     // names.
     ops.link = { req, _, _, _ in unsupported(req, "link", EPERM) }
-    // Extended attributes: not supported yet. ENOSYS is the one answer the
-    // kernel remembers (fc->no_getxattr etc.): it stops asking and answers
-    // EOPNOTSUPP itself, so `ls -l`, which probes two attributes per file
-    // (security.selinux, system.posix_acl_access), no longer pays two
-    // round trips to this process per entry (measured: warm `ls -l` of 2,000
-    // entries 0.12 s with ENODATA per probe). `cp -a` and `rsync -X` accept
-    // EOPNOTSUPP. When metadata-as-xattrs lands, these become real ops.
-    ops.getxattr = { req, _, _, _ in unsupported(req, "getxattr", ENOSYS) }
-    ops.listxattr = { req, _, _ in unsupported(req, "listxattr", ENOSYS) }
-    ops.setxattr = { req, _, _, _, _, _ in unsupported(req, "setxattr", ENOSYS) }
-    ops.removexattr = { req, _, _ in unsupported(req, "removexattr", ENOSYS) }
-
     // fsyncdir: success; directory entries are objects, durable as soon
     // as the operation that made them has answered.
     ops.fsyncdir = { req, _, _, _ in unsupported(req, "fsyncdir", 0) }

@@ -156,7 +156,7 @@ private func errnoOfOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int3
 }
 
 /// Runs the session's loop on its own Thread.
-private final class LoopThread: Sendable {
+final class LoopThread: Sendable {
     let finished = DispatchSemaphore(value: 0)
     let result = Mutex<Int32?>(nil)
 
@@ -171,13 +171,13 @@ private final class LoopThread: Sendable {
     }
 }
 
-private func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result(catching: body)) }.start()
     }
 }
 
-private func makeTemporaryDirectory() throws -> String {
+func makeTemporaryDirectory() throws -> String {
     let directory = NSTemporaryDirectory().hasSuffix("/") ? NSTemporaryDirectory() : NSTemporaryDirectory() + "/"
     var template = Array((directory + "fusebridge-XXXXXX").utf8CString)
     guard let path = mkdtemp(&template) else { throw FSError(errno, "mkdtemp") }
@@ -186,7 +186,7 @@ private func makeTemporaryDirectory() throws -> String {
 
 /// Field 5 of /proc/self/mountinfo is the mountpoint. (No URL(fileURLWithPath:)
 /// here: it stats the path, which would block on a mount nobody serves.)
-private func isMounted(_ mountpoint: String) -> Bool {
+func isMounted(_ mountpoint: String) -> Bool {
     guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
     return table.split(separator: "\n").contains { line in
         let fields = line.split(separator: " ")

@@ -10,7 +10,11 @@ import Synchronization
 ///     /docs/readme.md
 ///     /many/         120 files with long names (several readdir pages)
 ///
-/// It records lookup counting (lookups, countLookups, forgets) and opens.
+/// Extended attributes live in a dictionary; /hello.txt starts with
+/// `user.greeting` = "hi".
+///
+/// It records lookup counting (lookups, countLookups, forgets), opens, and
+/// every xattr name and setxattr flag that reached it.
 final class TinyFileSystem: FileSystemOperations {
     struct Node: Sendable {
         var name: String
@@ -27,6 +31,9 @@ final class TinyFileSystem: FileSystemOperations {
         var lookupCounts: [UInt64: Int64] = [:]
         var openFlags: [Int32] = []
         var releases = 0
+        /// Names passed to any xattr op, in order.
+        var xattrNames: [String] = []
+        var setxattrFlags: [Int32] = []
     }
 
     static let modificationTime = Timestamp(seconds: 1_700_000_000, nanoseconds: 123_456_789)
@@ -35,6 +42,7 @@ final class TinyFileSystem: FileSystemOperations {
 
     let nodes: [UInt64: Node]
     let counters = Mutex(Counters())
+    let xattrs = Mutex<[UInt64: [String: Data]]>([2: ["user.greeting": Data("hi".utf8)]])
     private let nextHandle = Atomic<UInt64>(1)
 
     init() {
@@ -122,6 +130,36 @@ final class TinyFileSystem: FileSystemOperations {
 
     func release(_ inode: UInt64, handle: UInt64) async throws(FSError) {
         counters.withLock { $0.releases += 1 }
+    }
+
+    func getxattr(_ inode: UInt64, name: String) async throws(FSError) -> Data {
+        counters.withLock { $0.xattrNames.append(name) }
+        guard let value = xattrs.withLock({ $0[inode]?[name] }) else { throw FSError(ENODATA) }
+        return value
+    }
+
+    func listxattr(_ inode: UInt64) async throws(FSError) -> [String] {
+        xattrs.withLock { ($0[inode] ?? [:]).keys.sorted() }
+    }
+
+    func setxattr(_ inode: UInt64, name: String, value: Data, flags: Int32) async throws(FSError) {
+        counters.withLock {
+            $0.xattrNames.append(name)
+            $0.setxattrFlags.append(flags)
+        }
+        try xattrs.withLock { table throws(FSError) in
+            let exists = table[inode]?[name] != nil
+            if flags & 1 != 0, exists { throw FSError(EEXIST) }
+            if flags & 2 != 0, !exists { throw FSError(ENODATA) }
+            table[inode, default: [:]][name] = value
+        }
+    }
+
+    func removexattr(_ inode: UInt64, name: String) async throws(FSError) {
+        counters.withLock { $0.xattrNames.append(name) }
+        try xattrs.withLock { table throws(FSError) in
+            guard table[inode]?.removeValue(forKey: name) != nil else { throw FSError(ENODATA) }
+        }
     }
 
     func statfs() -> FilesystemStatistics {

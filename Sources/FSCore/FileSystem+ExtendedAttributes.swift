@@ -1,0 +1,224 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// getxattr, listxattr, setxattr, removexattr: object metadata as extended
+/// attributes (the names: `ExtendedAttributeMapping.swift`).
+///
+/// A file's attributes are its object's metadata; a directory's are those
+/// of its `dir/` placeholder. An implicit directory (no placeholder) has
+/// none, and the first setxattr on it creates the placeholder carrying the
+/// attribute. The bucket root of a whole-bucket mount is no object at all:
+/// it lists nothing and refuses changes (EOPNOTSUPP).
+///
+/// Reads cost no request while the stat cache holds the object: listings
+/// carry every item's full metadata, so `getfattr -d` over a directory that
+/// was just listed asks nothing. A change is one PATCH with
+/// ifMetagenerationMatch (see `changeMetadata`).
+extension FileSystem {
+    public func getxattr(_ inode: UInt64, name: String) async throws(FSError) -> Data {
+        let attribute = ExtendedAttributeName(name)
+        let record = try record(inode)
+        guard attribute.isObjectMetadata else { return try ExtendedAttributeRules.value(attribute, of: nil) }
+        return try ExtendedAttributeRules.value(attribute, of: try await attributeCarrier(of: record))
+    }
+
+    public func listxattr(_ inode: UInt64) async throws(FSError) -> [String] {
+        let record = try record(inode)
+        return ExtendedAttributeRules.listedNames(try await attributeCarrier(of: record))
+    }
+
+    public func setxattr(_ inode: UInt64, name: String, value: Data, flags: Int32) async throws(FSError) {
+        let attribute = ExtendedAttributeName(name)
+        let patch = try ExtendedAttributeRules.patch(attribute, value)
+        let record = try record(inode)
+        _ = try await changeMetadata(of: inode, record: record, patch) { current throws(FSError) in
+            try ExtendedAttributeRules.checkFlags(flags, exists: ExtendedAttributeRules.exists(attribute, on: current))
+        }
+    }
+
+    public func removexattr(_ inode: UInt64, name: String) async throws(FSError) {
+        let attribute = ExtendedAttributeName(name)
+        let patch = try ExtendedAttributeRules.patch(attribute, nil)
+        let record = try record(inode)
+        _ = try await changeMetadata(of: inode, record: record, patch) { current throws(FSError) in
+            guard ExtendedAttributeRules.exists(attribute, on: current) else { throw FSError(ENODATA, "no such attribute") }
+        }
+    }
+
+    // MARK: - The one way metadata changes
+
+    /// Applies `patch` to the object carrying `record`'s metadata and
+    /// returns its new metadata. Every metadata change goes through here.
+    ///
+    /// `check` judges the change against the object's current metadata
+    /// (nil: an implicit directory): setxattr's flags, for example. Then the
+    /// service's total limit is checked locally (E2BIG), and the change is
+    /// one PATCH with ifMetagenerationMatch on the metageneration the check
+    /// saw (or, for an implicit directory, an upload of its placeholder
+    /// with ifGenerationMatch=0, carrying the change).
+    ///
+    /// A lost race (412: someone else changed the metadata since the mount
+    /// read it, or a stale cache) reads the object again, checks again and
+    /// retries once: last writer wins per key, other keys are merged by
+    /// the service, and XATTR_CREATE/REPLACE hold against what is really
+    /// there. Losing twice is EAGAIN ("try again").
+    ///
+    /// The stat cache and the cached listing then hold the returned
+    /// metadata, so the next getxattr asks nothing.
+    func changeMetadata(
+        of inode: UInt64, record: InodeTable.Record, _ patch: MetadataPatch,
+        check: (ObjectInfo?) throws(FSError) -> Void = { _ in }
+    ) async throws(FSError) -> ObjectInfo {
+        guard !options.readOnly else { throw FSError(EROFS, "read-only mount") }
+        guard let object = carrierName(record) else {
+            throw FSError(EOPNOTSUPP, "the bucket root is no object and cannot carry metadata")
+        }
+        // A file with unsaved writes takes the change into its coming
+        // upload instead of patching the object under it.
+        if let staged = state.withLock({ $0.staged[inode] }), staged.isDirty {
+            let view = staged.view(objectName: object)
+            try check(view)
+            try ExtendedAttributeRules.checkTotal(patch, on: view.customMetadata)
+            staged.takeAlong(patch)
+            return staged.view(objectName: object)
+        }
+        var current = try await attributeCarrier(of: record)
+        for attempt in 1...2 {
+            try check(current)
+            try ExtendedAttributeRules.checkTotal(patch, on: current?.customMetadata ?? [:])
+            let result: Result<ObjectInfo, StoreError>
+            if let current {
+                result = await patchResult(object, patch, ifMetagenerationMatch: current.metageneration)
+            } else {
+                result = await createPlaceholder(object, carrying: patch)
+            }
+            switch result {
+            case .success(let updated):
+                remember(updated, for: record, now: clock.now)
+                state.withLock { $0.staged[inode] }?.rebase(updated)
+                logger.debug("metadata changed", metadata: ["object": "\(object)", "metageneration": "\(updated.metageneration)"])
+                return updated
+            case .failure(let error):
+                let lostRace: Bool
+                switch error {
+                case .preconditionFailed, .notFound: lostRace = true
+                default: lostRace = false
+                }
+                guard lostRace else { throw failure(error, "patch", record.path) }
+                guard attempt == 1 else {
+                    logger.warning("metadata change lost a race twice", metadata: ["object": "\(object)", "cause": "\(error)"])
+                    throw FSError(EAGAIN, "\(object) was changed by someone else twice meanwhile: \(error)")
+                }
+                logger.debug("metadata changed meanwhile; reading it again", metadata: ["object": "\(object)", "cause": "\(error)"])
+                current = try await attributeCarrier(of: record, fresh: true)
+            }
+        }
+        preconditionFailure("unreachable: the second attempt returns or throws")
+    }
+
+    // MARK: - Where the metadata comes from
+
+    /// The object that carries `record`'s metadata: the file's object, or
+    /// a directory's placeholder; nil for the root of a whole-bucket mount.
+    func carrierName(_ record: InodeTable.Record) -> String? {
+        switch record.kind {
+        case .file, .symlink: return objectName(record.path)
+        case .directory:
+            let placeholder = PathRules.listingPrefix(objectPrefix, record.path)
+            return placeholder.isEmpty ? nil : placeholder
+        }
+    }
+
+    /// The metadata of `record`'s carrier object: from the stat cache while
+    /// it is fresh (unless `fresh`), else one stat, remembered. nil: there
+    /// is no such object (an implicit directory, the bucket root).
+    func attributeCarrier(of record: InodeTable.Record, fresh: Bool = false) async throws(FSError) -> ObjectInfo? {
+        guard let object = carrierName(record) else { return nil }
+        let now = clock.now
+        if !fresh, let node = state.withLock({ $0.stats.lookup(record.path, now: now) }) {
+            switch (record.kind, node) {
+            case (.file, .file(let info)): return info
+            case (.directory, .directory(let placeholder?)): return placeholder
+            case (.directory, .directory(nil)): break  // listings do not say whether a placeholder exists
+            default: throw FSError(ENOENT, "\(objectName(record.path)) is gone or no longer a \(record.kind)")
+            }
+        }
+        let result = await statResult(object)
+        let later = clock.now
+        switch result {
+        case .success(let info):
+            remember(info, for: record, now: later)
+            return info
+        case .failure(.notFound) where record.kind == .directory:
+            return nil
+        case .failure(.notFound):
+            state.withLock { $0.stats.insert(record.path, .absent, now: later) }
+            throw failure(.notFound(object), "stat", record.path)
+        case .failure(let error):
+            throw failure(error, "stat", record.path)
+        }
+    }
+
+    /// Keeps `info` as what `record` is now: in the stat cache and, for a
+    /// file, in its directory's cached listing (which a later opendir
+    /// within the TTL reuses).
+    private func remember(_ info: ObjectInfo, for record: InodeTable.Record, now: Duration) {
+        state.withLock { s in
+            switch record.kind {
+            case .directory:
+                s.stats.insert(record.path, .directory(placeholder: info), now: now)
+            case .file, .symlink:
+                s.stats.insert(record.path, .file(info), now: now)
+                amendListing(record.path, .file(info), &s)
+            }
+        }
+    }
+
+    private func patchResult(_ object: String, _ patch: MetadataPatch, ifMetagenerationMatch: Int64) async -> Result<ObjectInfo, StoreError> {
+        do {
+            return .success(try await store.patch(object, patch, ifMetagenerationMatch: ifMetagenerationMatch))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Uploads the placeholder `object` of an implicit directory, only if
+    /// it is still absent, carrying `patch`: custom keys and contentType
+    /// travel with the upload; other properties follow in one PATCH.
+    /// Deletions are moot on a new object.
+    private func createPlaceholder(_ object: String, carrying patch: MetadataPatch) async -> Result<ObjectInfo, StoreError> {
+        let options = PutOptions(
+            contentType: patch.contentType ?? nil, customMetadata: patch.customMetadata.compactMapValues { $0 }, ifGenerationMatch: 0)
+        var rest = MetadataPatch()
+        rest.cacheControl = Self.setValue(patch.cacheControl)
+        rest.contentDisposition = Self.setValue(patch.contentDisposition)
+        rest.contentEncoding = Self.setValue(patch.contentEncoding)
+        rest.contentLanguage = Self.setValue(patch.contentLanguage)
+        do {
+            let created = try await store.put(object, from: nil, options: options)
+            guard rest != MetadataPatch() else { return .success(created) }
+            return .success(try await store.patch(object, rest, ifMetagenerationMatch: created.metageneration))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// A property change that sets a value, or nil for none or a deletion.
+    private static func setValue(_ change: String??) -> String?? {
+        if case .some(.some(let value)) = change { return .some(value) }
+        return nil
+    }
+}
+
+extension ExtendedAttributeName {
+    /// Whether the value depends on the object (else the answer is known
+    /// without looking: EOPNOTSUPP or ENODATA).
+    var isObjectMetadata: Bool {
+        switch self {
+        case .custom, .property: return true
+        case .reservedKey, .unknownProperty, .unsupportedNamespace: return false
+        }
+    }
+}

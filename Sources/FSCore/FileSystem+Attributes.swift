@@ -27,11 +27,11 @@ extension FileSystem {
             let keys = Self.metadataKeys(changes)
             if target.kind == .directory {
                 try await patchDirectory(target.path, keys)
-            } else if let staged = state.withLock({ $0.staged[inode] }), staged.isDirty {
-                staged.state.withLock { s in
-                    for (key, value) in keys where key != AttributeMapper.mtimeKey { s.pendingMetadata[key] = value }
-                    if let mtime = changes.modificationTime { s.modificationTime = Self.timestamp(mtime) }
-                }
+            } else if let staged = state.withLock({ $0.staged[inode] }), staged.rideAlong({ s in
+                for (key, value) in keys where key != AttributeMapper.mtimeKey { s.pendingMetadata[key] = value }
+                if let mtime = changes.modificationTime { s.modificationTime = Self.timestamp(mtime) }
+            }) {
+                // Goes with the coming upload.
             } else {
                 let info = try await patchObject(target.path, keys)
                 state.withLock { $0.staged[inode] }?.rebase(info)

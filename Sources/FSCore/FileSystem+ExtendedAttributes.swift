@@ -81,8 +81,7 @@ extension FileSystem {
             let view = staged.view(objectName: object)
             try check(view)
             try ExtendedAttributeRules.checkTotal(patch, on: view.customMetadata)
-            staged.takeAlong(patch)
-            return staged.view(objectName: object)
+            if staged.takeAlong(patch) { return staged.view(objectName: object) }
         }
         var current = try await attributeCarrier(of: record)
         for attempt in 1...2 {

@@ -119,6 +119,32 @@ extension FileSystem {
         }
     }
 
+    /// Uploads what `staged` still owes (repeating while changes that ride
+    /// along keep arriving), then deletes its local copy, unless an open
+    /// attached to it meanwhile. A change that comes after it is retired
+    /// finds it so and goes to the object.
+    private func retire(_ staged: StagedFile, inode: UInt64) async {
+        while true {
+            if staged.needsFinalUpload { _ = try? await upload(staged, inode: inode, reason: "release") }
+            let retired = state.withLock { s -> Bool? in
+                guard s.staged[inode] === staged else { return false }
+                return staged.state.withLock { t -> Bool? in
+                    guard t.handles == 0 else { return false }
+                    if t.dirty && t.failedVersion != t.version && !t.unlinked { return nil }
+                    t.retired = true
+                    s.staged[inode] = nil
+                    return true
+                }
+            }
+            switch retired {
+            case nil: continue
+            case true?: discard(staged)
+            case false?: break
+            }
+            return
+        }
+    }
+
     /// The last close of a file. A file still dirty here (written through
     /// mmap, or whose flush was never called) is uploaded now; release has
     /// no one to report to, so a failure only leaves the bytes in the
@@ -136,18 +162,7 @@ extension FileSystem {
                 s.handles -= 1
                 return s.handles == 0
             }
-            if last {
-                if staged.state.withLock({ $0.dirty && $0.failedVersion != $0.version && !$0.unlinked }) {
-                    _ = try? await upload(staged, inode: inode, reason: "release")
-                }
-                let dropped = state.withLock { s -> Bool in
-                    // An open may have attached meanwhile: then it stays.
-                    guard s.staged[inode] === staged, staged.state.withLock({ $0.handles == 0 }) else { return false }
-                    s.staged[inode] = nil
-                    return true
-                }
-                if dropped { discard(staged) }
-            }
+            if last { await retire(staged, inode: inode) }
         }
         state.withLock { s in
             s.inodes.unpin(file.inode)

@@ -48,6 +48,9 @@ final class StagedFile: Sendable {
         var handles = 0
         /// The name was unlinked: nothing more is uploaded.
         var unlinked = false
+        /// The last handle is gone and the local copy deleted: a change that
+        /// finds this must go to the object instead.
+        var retired = false
         /// Bytes [0, sequentialEnd) were written in order from an empty
         /// file, and nothing else: such a file can stream its upload.
         var sequentialEnd: Int64?
@@ -119,10 +122,28 @@ final class StagedFile: Sendable {
         reader?.close()
     }
 
+    /// Applies a change that is to ride along with the coming upload, if
+    /// there is one: only while the file is dirty and not retired (else
+    /// false: the caller changes the object itself). The change counts as
+    /// a write, so an upload already in flight is followed by another.
+    func rideAlong(_ change: (inout State) -> Void) -> Bool {
+        state.withLock { s in
+            guard s.dirty, !s.retired, !s.unlinked else { return false }
+            change(&s)
+            s.version += 1
+            return true
+        }
+    }
+
+    /// Whether release still owes this file an upload.
+    var needsFinalUpload: Bool {
+        state.withLock { $0.dirty && $0.failedVersion != $0.version && !$0.unlinked }
+    }
+
     /// A metadata change (xattrs) made while the file has unsaved writes:
     /// custom keys and standard properties go with the coming upload.
-    func takeAlong(_ patch: MetadataPatch) {
-        state.withLock { s in
+    func takeAlong(_ patch: MetadataPatch) -> Bool {
+        rideAlong { s in
             for (key, value) in patch.customMetadata { s.pendingMetadata[key] = value }
             if let v = patch.contentType { s.pendingProperties.contentType = v }
             if let v = patch.cacheControl { s.pendingProperties.cacheControl = v }

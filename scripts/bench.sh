@@ -8,8 +8,12 @@
 #            workload group, so "cold" is cold;
 #   rclone   `rclone mount` from Debian, a `google cloud storage` remote with
 #            anonymous = true and endpoint http://127.0.0.1:PORT/storage/v1/,
-#            default VFS settings (--vfs-cache-mode off), fresh mount and
-#            cache dir per group like bucketfs.
+#            fresh mount and cache dir per group like bucketfs; default VFS
+#            settings (--vfs-cache-mode off) for the read groups, and
+#            --vfs-cache-mode writes for the write group (without a VFS cache
+#            rclone refuses writes that are not purely sequential, e.g.
+#            opening an existing file for writing without O_TRUNC);
+#            BENCH_RCLONE_WRITE_FLAGS="..." replaces those flags.
 #
 # Steps: scripts/setup.sh; `swift build -c release --product bucketfs`
 # (BENCH_SCRATCH=DIR adds --scratch-path DIR; BENCH_BIN=PATH skips the build
@@ -20,6 +24,8 @@
 #   dir2000/file-NNNN.txt     2,000 small objects in one directory
 #   tree/dA/eB/fC.txt         1,000 small objects in 110 nested directories
 #   stat/one.txt              one small object for the stat() loop
+# and, just before each column's write workloads,
+#   rmtree-COLUMN/dNN/fNNN.txt  1,000 small objects in 10 directories (rm -rf)
 # then measures every workload and prints one table (also written to
 # .build/bench/results.md; the details of the run go to .build/bench/bench.log).
 # BENCH_RAND_DEADLINE=S (default 45) stops a random-read loop still running
@@ -29,7 +35,11 @@
 # every mount made here is lazily unmounted (fusermount3 -uz), every process
 # started here is stopped by its PID, and the emulator is stopped.
 #
-# Adding a workload (e.g. the write rows, once the mount is writable): add a
+# The write workloads (a 256 MiB cp, 300 small files, rm -rf of 1,000 files)
+# live in scripts/bench/write_workloads.sh, which says how "durable" is
+# measured.
+#
+# Adding a workload: add a
 # row key to ROWS with its label in LABEL, write `curl_<name>` and/or
 # `fs_<name> MOUNTPOINT` functions that print the cell's number on stdout
 # (and fail on any error), and call them with `measure ROW COLUMN FUNC ARGS`
@@ -46,6 +56,8 @@ OUT_DIR="$REPO/.build/bench"
 LOG="$OUT_DIR/bench.log"
 RESULTS="$OUT_DIR/results.md"
 HELPER="$REPO/scripts/bench/bench_helper.py"
+# shellcheck source=scripts/bench/write_workloads.sh
+source "$REPO/scripts/bench/write_workloads.sh"
 PY="$REPO/.build/venv/bin/python"
 
 BIG_MIB=256
@@ -68,9 +80,11 @@ SWIFT_SCRATCH=()
 if [[ -n "${BENCH_SCRATCH:-}" ]]; then
     SWIFT_SCRATCH=(--scratch-path "$BENCH_SCRATCH")
 fi
+# shellcheck disable=SC2206 # word splitting of the flags is the point
+RCLONE_WRITE_FLAGS=(${BENCH_RCLONE_WRITE_FLAGS:---vfs-cache-mode writes})
 
 COLUMNS_=(curl bucketfs rclone)
-ROWS=(seq ls_cold ls_warm find rand_cold rand_warm stat mem)
+ROWS=(seq ls_cold ls_warm find rand_cold rand_warm stat wbig wsmall rmtree mem)
 declare -A LABEL=(
     [seq]="read a 256 MiB object, cold (MiB/s)"
     [ls_cold]="ls -l of 2,000 objects, cold (s)"
@@ -79,6 +93,9 @@ declare -A LABEL=(
     [rand_cold]="2,000 random 4 KiB reads, cold (IOPS)"
     [rand_warm]="2,000 random 4 KiB reads, cached (IOPS)"
     [stat]="10,000 stat() of one file (stat/s)"
+    [wbig]="write a 256 MiB file, until durable (MiB/s)"
+    [wsmall]="300 files of 4 KiB into a new dir, until durable (files/s)"
+    [rmtree]="rm -rf of 1,000 files in 10 dirs (s)"
     [mem]="peak RSS of the mount process (MiB)"
 )
 declare -A CELL=()
@@ -89,6 +106,7 @@ EMU_STARTED=0
 MOUNTS=()      # every mountpoint mounted here
 PIDS=()        # every long-running process started here (mount daemons)
 CUR_MP=""      # the current mount
+CUR_COL=""     # its column (bucketfs or rclone), for the names it writes
 CUR_PID=""     # its process
 MEASURE_PID="" # the workload running now
 declare -A PEAK_KB=()
@@ -188,7 +206,7 @@ trap 'exit 143' TERM
 request_count() { wc -l <"$EMU_REQUESTS" 2>/dev/null || echo 0; }
 request_summary() { # LINES_BEFORE: the requests since then, by kind
     tail -n +"$(($1 + 1))" "$EMU_REQUESTS" 2>/dev/null | awk -F'\t' '
-        { kind = $1 " " ($2 ~ /^\/download\// || $3 ~ /alt=media/ ? "media" : ($2 ~ /\/o$/ ? "list" : "metadata")); n[kind]++; total++ }
+        { kind = $1 " " ($2 ~ /^\/upload\// ? "upload" : ($2 ~ /^\/download\// || $3 ~ /alt=media/ ? "media" : ($2 ~ /\/o$/ ? "list" : "metadata"))); n[kind]++; total++ }
         END { printf "%d", total; for (k in n) printf ", %s %d", k, n[k] }'
 }
 
@@ -226,6 +244,7 @@ seed() {
     say "generating the ${BIG_MIB} MiB object (seed $BIG_SEED)"
     "$PY" "$HELPER" gen-big "$WORK/big.bin" "$BIG_MIB" "$BIG_SEED"
     "$PY" "$HELPER" offsets $((BIG_MIB << 20)) "$RAND_COUNT" "$RAND_BLOCK" "$RAND_SEED" >"$WORK/offsets"
+    "$PY" "$HELPER" gen-text "$WORK/small.txt" "$SMALL_SIZE"
 
     say "seeding gs://$BUCKET through the JSON API with curl"
     code="$(curl -sS -X POST -T "$WORK/big.bin" -H 'Content-Type: application/octet-stream' \
@@ -375,13 +394,14 @@ mount_bucketfs() { # GROUP: sets CUR_MP/CUR_PID
 }
 
 mount_rclone() { # GROUP: sets CUR_MP/CUR_PID
-    local group="$1"
+    local group="$1" flags=()
     CUR_MP="$WORK/mnt-rclone-$group"
     local cache="$WORK/cache-rclone-$group"
     mkdir -p "$CUR_MP" "$cache"
     MOUNTS+=("$CUR_MP")
-    log "mount: rclone --config $RCLONE_CONF mount bench:$BUCKET $CUR_MP --cache-dir $cache"
-    rclone --config "$RCLONE_CONF" mount "bench:$BUCKET" "$CUR_MP" --cache-dir "$cache" \
+    [[ "$group" != write ]] || flags=("${RCLONE_WRITE_FLAGS[@]}")
+    log "mount: rclone --config $RCLONE_CONF mount bench:$BUCKET $CUR_MP --cache-dir $cache ${flags[*]}"
+    rclone --config "$RCLONE_CONF" mount "bench:$BUCKET" "$CUR_MP" --cache-dir "$cache" "${flags[@]}" \
         --log-file "$OUT_DIR/rclone-$group.log" </dev/null >>"$LOG" 2>&1 &
     CUR_PID=$!
     PIDS+=("$CUR_PID")
@@ -424,6 +444,7 @@ unmount_current() { # COLUMN
     fi
     CUR_MP=""
     CUR_PID=""
+    CUR_COL=""
 }
 
 # run_group COLUMN GROUP ROW:FUNC...: one fresh mount (empty cache dir), the
@@ -432,6 +453,7 @@ run_group() {
     local col="$1" group="$2" spec row
     shift 2
     say "$col: mount for '$group'"
+    CUR_COL="$col"
     if ! "mount_$col" "$group"; then
         for spec in "$@"; do
             row="${spec%%:*}"
@@ -453,6 +475,16 @@ bench_mount() { # COLUMN
     run_group "$col" seq seq:fs_seq
     run_group "$col" meta ls_cold:fs_ls ls_warm:fs_ls find:fs_find stat:fs_stat
     run_group "$col" rand rand_cold:fs_rand rand_warm:fs_rand
+    # the tree rm -rf deletes is seeded before the mount, so that no cache
+    # of the mount can have missed it
+    local write_specs=(wbig:fs_wbig wsmall:fs_wsmall rmtree:fs_rmtree)
+    say "seeding rmtree-$col/ (1,000 objects) through the JSON API"
+    if ! seed_rmtree "rmtree-$col" 2>>"$LOG"; then
+        CELL[rmtree,$col]=error
+        printf '    %-8s %-45s error (seeding failed, see %s)\n' "$col" "${LABEL[rmtree]}" "$LOG" >&2
+        write_specs=(wbig:fs_wbig wsmall:fs_wsmall)
+    fi
+    run_group "$col" write "${write_specs[@]}"
     if [[ -n "${PEAK_KB[$col]:-}" ]]; then
         CELL[mem,$col]="$(awk -v k="${PEAK_KB[$col]}" 'BEGIN { printf "%.0f", k / 1024 }')"
     else
@@ -482,8 +514,16 @@ print_table() {
         echo "(sequential read | ls cold, ls warm, find, stat | random reads cold, then again); random reads"
         echo "are os.pread() of 4 KiB at seeded, 4 KiB-aligned offsets on one open file, bytes checked"
         echo "against the source; a loop still running after ${RAND_DEADLINE} s stops and reports the rate so far."
-        echo "rclone runs with --vfs-cache-mode off (its default), so its \"cached\" reads are not cached."
-        echo "Peak RSS: the largest VmHWM of the mount process over the three mounts."
+        echo "rclone runs with --vfs-cache-mode off (its default) for reads, so its \"cached\" reads are not cached."
+        echo "Writes (a fourth mount per file system; rclone with ${RCLONE_WRITE_FLAGS[*]}): \"until durable\""
+        echo "runs from the start of the command until the JSON API shows every object with its full size"
+        echo "(polled every 50-100 ms while not; bucketfs uploads before close returns, rclone after, by its"
+        echo "--vfs-write-back delay, default 5 s), MD5 checked afterwards; 256 MiB: cp into the mount, curl one"
+        echo "uploadType=media POST with -T; 300 files: one bash process writing each file with the builtin"
+        echo "printf (no fork per file) into a directory made just before, curl 300 media uploads from one"
+        echo "process (--config, \`next\`); rm -rf: 1,000 objects seeded through the API before the mount,"
+        echo "time until rm returns, nothing may be left under the prefix then; curl 1,000 DELETEs from one process."
+        echo "Peak RSS: the largest VmHWM of the mount process over the four mounts."
         echo
         echo "$FACTS"
     } >"$RESULTS"
@@ -537,7 +577,7 @@ if [[ -n "$(git status --porcelain 2>/dev/null | sed -n 1p)" ]]; then
 fi
 emu_version="$("$PY" -c 'import importlib.metadata as m; print(m.version("gcp-storage-emulator"))' 2>/dev/null || echo unknown)"
 rclone_version="$(rclone version 2>/dev/null | sed -n 1p)"
-FACTS="Machine: nproc $(nproc), $(uname -sr), $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo); gcp-storage-emulator $emu_version (scripts/emulator_wrapper.py, in memory, on 127.0.0.1); ${rclone_version} (google cloud storage remote, anonymous, endpoint .../storage/v1/, default VFS: --vfs-cache-mode off); bucketfs ${commit}, ${BIN_KIND}, default options, fresh --cache-dir per mount; curl $(curl --version | awk 'NR == 1 { print $2 }'), one process per workload, connection kept alive; $(date -u +%Y-%m-%dT%H:%MZ)."
+FACTS="Machine: nproc $(nproc), $(uname -sr), $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo); gcp-storage-emulator $emu_version (scripts/emulator_wrapper.py, in memory, on 127.0.0.1); ${rclone_version} (google cloud storage remote, anonymous, endpoint .../storage/v1/, default VFS (--vfs-cache-mode off) for reads, ${RCLONE_WRITE_FLAGS[*]} for writes); bucketfs ${commit}, ${BIN_KIND}, default options, fresh --cache-dir per mount; curl $(curl --version | awk 'NR == 1 { print $2 }'), one process per workload, connection kept alive; $(date -u +%Y-%m-%dT%H:%MZ)."
 
 seed "$BASE"
 
@@ -546,6 +586,9 @@ measure seq curl curl_seq
 measure ls_cold curl curl_list dir2000/ yes dir "$DIR_COUNT"
 measure find curl curl_list tree/ no tree "$TREE_FILES"
 measure rand_cold curl curl_rand
+measure wbig curl curl_wbig
+measure wsmall curl curl_wsmall
+measure rmtree curl curl_rmtree
 
 say "bucketfs ($BIN)"
 bench_mount bucketfs

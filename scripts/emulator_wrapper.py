@@ -52,6 +52,12 @@ the HTTP server around them and patches a few functions. The fixes:
 8. ``includeTrailingDelimiter``. The emulator ignored it; with it, an
    object whose name is one of the listed prefixes (a ``dir/`` placeholder)
    is also returned as an item, as GCS does.
+9. ``X-GUploader-No-308: yes``. Google's Go API client (and so rclone) sends
+   this header on resumable chunks and treats a bare 308 as an error: GCS
+   then answers "resume incomplete" as 200 with
+   ``X-Http-Status-Code-Override: 308``. The emulator always sent 308, so
+   every rclone upload larger than one chunk failed. Now a request with that
+   header gets the 200 form; without it, the 308 is unchanged.
 
 Also: ``--request-log PATH`` appends one line per request,
 ``METHOD<TAB>PATH<TAB>QUERY`` (path and query exactly as sent, query empty
@@ -77,6 +83,7 @@ import traceback
 import zlib
 from datetime import datetime, timezone
 from functools import partial
+from http import HTTPStatus
 from http.server import ThreadingHTTPServer
 
 from gcp_storage_emulator import server as emu_server
@@ -184,6 +191,10 @@ def _resumable_incomplete(response, storage, upload_id, fallback_end=0):
     # The emulator answered "Range: bytes=0-0" (one byte received) when
     # nothing was received yet; GCS omits Range then.
     response.status = emu_objects.GoogleHTTPStatus.RESUME_INCOMPLETE
+    # 9. the client asked for the 200 form (see the top of this file)
+    if response._handler.headers.get("X-GUploader-No-308", "").lower() == "yes":
+        response.status = HTTPStatus.OK
+        response["X-Http-Status-Code-Override"] = "308"
     received = storage.get_resumable_byte_count(upload_id)
     if received > 0:
         response["Range"] = "bytes=0-{}".format(received - 1)

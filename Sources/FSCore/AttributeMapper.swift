@@ -13,19 +13,28 @@ struct AttributeMapper: Sendable {
     static let modeKey = "goog-reserved-posix-mode"
     static let uidKey = "goog-reserved-posix-uid"
     static let gidKey = "goog-reserved-posix-gid"
+    static let atimeKey = "goog-reserved-file-atime"
+    /// gcsfuse's mark of a symbolic link: an (empty) object whose custom
+    /// metadata holds the target. Both mounts read each other's links.
+    static let symlinkKey = "gcsfuse_symlink_target"
 
     let options: MountOptions
     /// Directories without a placeholder (with known metadata) show this.
     let mountTime: Date
 
+    /// A file, or a symbolic link when the object carries a link target
+    /// (its size is then the target's length, as lstat reports it).
     func file(_ info: ObjectInfo, inode: UInt64) -> FileAttributes {
-        let mode = Self.permissions(info.customMetadata, default: options.fileMode)
+        let link = info.symlinkTarget
+        let mode = link == nil ? Self.permissions(info.customMetadata, default: options.fileMode) : 0o777
         let mtime = Self.modificationTime(info)
         return FileAttributes(
-            inode: inode, size: info.size, mode: UInt32(S_IFREG) | mode, linkCount: 1,
+            inode: inode, size: link.map { Int64($0.utf8.count) } ?? info.size,
+            mode: UInt32(link == nil ? S_IFREG : S_IFLNK) | mode, linkCount: 1,
             uid: Self.id(info.customMetadata[Self.uidKey], default: options.uid),
             gid: Self.id(info.customMetadata[Self.gidKey], default: options.gid),
-            accessTime: mtime, modificationTime: mtime, changeTime: Timestamp(info.updated))
+            accessTime: Self.seconds(info.customMetadata[Self.atimeKey]) ?? mtime, modificationTime: mtime,
+            changeTime: Timestamp(info.updated))
     }
 
     /// A directory; `placeholder` is its `dir/` object when its metadata is
@@ -54,16 +63,24 @@ struct AttributeMapper: Sendable {
     }
 
     static func modificationTime(_ info: ObjectInfo) -> Timestamp {
-        if let text = info.customMetadata[mtimeKey]?.trimmingCharacters(in: .whitespaces),
-            let seconds = Double(text), seconds.isFinite, abs(seconds) < 1e15
-        {
-            return Timestamp(Date(timeIntervalSince1970: seconds))
-        }
-        return Timestamp(info.updated)
+        seconds(info.customMetadata[mtimeKey]) ?? Timestamp(info.updated)
+    }
+
+    /// A time stored as decimal seconds since the epoch.
+    static func seconds(_ text: String?) -> Timestamp? {
+        guard let text = text?.trimmingCharacters(in: .whitespaces), let seconds = Double(text), seconds.isFinite,
+            abs(seconds) < 1e15
+        else { return nil }
+        return Timestamp(Date(timeIntervalSince1970: seconds))
     }
 
     static func id(_ text: String?, default fallback: UInt32) -> UInt32 {
         guard let text, let value = UInt32(text.trimmingCharacters(in: .whitespaces)) else { return fallback }
         return value
     }
+}
+
+extension ObjectInfo {
+    /// The link target when this object is a symbolic link.
+    var symlinkTarget: String? { customMetadata[AttributeMapper.symlinkKey] }
 }

@@ -30,9 +30,10 @@ extension FileSystem {
         guard directory.kind == .directory else { throw FSError(ENOTDIR, "opendir of file \(directory.path)") }
         let listed = PathRules.listingPrefix(objectPrefix, directory.path)
         let (prefixes, items) = try await listing(of: listed, path: directory.path)
-        let children = children(listed: listed, prefixes: prefixes, items: items)
+        var children = children(listed: listed, prefixes: prefixes, items: items)
         let now = clock.now
         return state.withLock { s in
+            mergeStaged(into: &children, directory: directory.path, s)
             var entries: [DirectoryEntry] = []
             var pinned: [UInt64] = []
             entries.reserveCapacity(children.count + 2)
@@ -43,12 +44,12 @@ extension FileSystem {
                 let dot = directoryAttributes(dotInode, s, now: now)
                 entries.append(DirectoryEntry(name: name, entry: entryReply(dot), nextOffset: Int64(entries.count + 1)))
             }
-            for (name, node) in children {
+            for (name, node, staged) in children {
                 let path = PathRules.join(directory.path, name)
-                s.stats.insert(path, node, now: now)
+                if !staged { s.stats.insert(path, node, now: now) }
                 // The cache may know more than the listing (a placeholder's
                 // metadata); use that.
-                let known = s.stats.lookup(path, now: now) ?? node
+                let known = staged ? node : s.stats.lookup(path, now: now) ?? node
                 let child = s.inodes.resolve(path, kind: node.kind!)
                 s.inodes.pin(child)
                 pinned.append(child)
@@ -91,13 +92,15 @@ extension FileSystem {
     /// Keeps a complete listing of `listed` for opendir (within statTTL;
     /// at most `cachedListingLimit` of them, the oldest going first).
     func rememberListing(of listed: String, _ prefixes: [String], _ items: [ObjectInfo], readAt: Duration) {
+        state.withLock { s in keepListing(listed, CachedListing(prefixes: prefixes, items: items, readAt: readAt), &s) }
+    }
+
+    func keepListing(_ listed: String, _ listing: CachedListing, _ s: inout State) {
         guard options.statTTL > 0 else { return }
-        state.withLock { s in
-            s.listings[listed] = CachedListing(prefixes: prefixes, items: items, readAt: readAt)
-            if s.listings.count > Self.cachedListingLimit,
-               let oldest = s.listings.min(by: { $0.value.readAt < $1.value.readAt })?.key {
-                s.listings[oldest] = nil
-            }
+        s.listings[listed] = listing
+        if s.listings.count > Self.cachedListingLimit,
+           let oldest = s.listings.min(by: { $0.value.readAt < $1.value.readAt })?.key {
+            s.listings[oldest] = nil
         }
     }
 
@@ -119,9 +122,29 @@ extension FileSystem {
         }
     }
 
+    /// Files being written in `directory` as their staged state shows them:
+    /// new ones not uploaded yet appear, dirty ones show their local size;
+    /// unlinked ones disappear. Marked `true`, so the stat cache keeps only
+    /// what the store said.
+    private func mergeStaged(into children: inout [(String, StatCache.Node, Bool)], directory: String, _ s: borrowing State) {
+        var changed = false
+        var byName = Dictionary(children.map { ($0.0, ($0.1, $0.2)) }, uniquingKeysWith: { a, _ in a })
+        for (inode, staged) in s.staged {
+            guard let record = s.inodes[inode], record.bound, PathRules.parent(of: record.path) == directory else { continue }
+            let name = String(record.path.dropFirst(directory.isEmpty ? 0 : directory.count + 1))
+            if staged.state.withLock({ $0.unlinked }) {
+                byName[name] = nil
+            } else {
+                byName[name] = (.file(staged.view(objectName: objectName(record.path))), true)
+            }
+            changed = true
+        }
+        if changed { children = byName.map { ($0.key, $0.value.0, $0.value.1) }.sorted { $0.0 < $1.0 } }
+    }
+
     /// The entries of one listing, by name, sorted. A prefix and an object
     /// of the same name: the directory wins and the object is hidden.
-    private func children(listed: String, prefixes: [String], items: [ObjectInfo]) -> [(String, StatCache.Node)] {
+    private func children(listed: String, prefixes: [String], items: [ObjectInfo]) -> [(String, StatCache.Node, Bool)] {
         var nodes: [String: StatCache.Node] = [:]
         for item in items {
             guard let name = PathRules.entryName(ofItem: item.name, under: listed) else {
@@ -140,7 +163,7 @@ extension FileSystem {
             }
             nodes[String(name)] = .directory(placeholder: nil)
         }
-        return nodes.sorted { $0.key < $1.key }
+        return nodes.sorted { $0.key < $1.key }.map { ($0.key, $0.value, false) }
     }
 
     private func directoryAttributes(_ inode: UInt64, _ s: borrowing State, now: Duration) -> FileAttributes {
@@ -150,5 +173,42 @@ extension FileSystem {
             return mapper.directory(placeholder: placeholder, inode: inode)
         }
         return mapper.directory(placeholder: nil, inode: inode)
+    }
+}
+
+/// Keeping cached listings true to this mount's own changes, so that an
+/// `ls` right after `cp` shows the copy and a lookup of a new name in a
+/// freshly listed directory needs no request.
+extension FileSystem {
+    enum ListingChange {
+        case file(ObjectInfo)
+        case directory(String)
+        case removed(String)
+    }
+
+    /// Applies `change` (for `path`) to its directory's cached listing, if
+    /// one is kept. Call with the state lock held.
+    func amendListing(_ path: String, _ change: ListingChange, _ s: inout State) {
+        let listed = PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path))
+        guard var listing = s.listings[listed] else { return }
+        let object = objectName(path)
+        var items = listing.items.filter { $0.name != object }
+        var prefixes = listing.prefixes.filter { $0 != object + "/" }
+        switch change {
+        case .file(let info): items.append(info)
+        case .directory: prefixes.append(object + "/")
+        case .removed: break
+        }
+        listing = CachedListing(prefixes: prefixes, items: items, readAt: listing.readAt)
+        s.listings[listed] = listing
+    }
+
+    /// Whether a cached listing of `path`'s directory, younger than the
+    /// negative TTL, says `path` does not exist.
+    func listingSaysAbsent(_ path: String, now: Duration, _ s: borrowing State) -> Bool {
+        let listed = PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path))
+        guard let listing = s.listings[listed], now - listing.readAt < Duration(seconds: options.negativeTTL) else { return false }
+        let object = objectName(path)
+        return !listing.items.contains { $0.name == object } && !listing.prefixes.contains(object + "/")
     }
 }

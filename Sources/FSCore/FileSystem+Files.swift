@@ -3,67 +3,110 @@ import Foundation
 import Glibc
 #endif
 
-/// An open file. Writes will add a staged file here; for now it reads.
+/// An open file handle. Reads go to the inode's staged file when it has
+/// one (read-your-writes, for every handle), else to `reader`.
 struct OpenFile: Sendable {
     let inode: UInt64
-    let reader: FileReader
+    /// The generation pinned at open, for read-only handles.
+    let reader: FileReader?
+    let writable: Bool
 }
 
 /// open, read, release.
 extension FileSystem {
-    /// Opens a file for reading, pinning the generation that is live now
+    /// Opens a file. A read-only open pins the generation that is live now
     /// (from a fresh-enough stat; a stale one is refreshed first), so every
-    /// read of this handle returns bytes of that one generation.
+    /// read of this handle returns bytes of that one generation. An open
+    /// for writing (or with O_TRUNC, which atomic O_TRUNC delivers here)
+    /// attaches to the inode's staged file, creating it from that
+    /// generation if needed.
     public func open(_ inode: UInt64, flags: Int32) async throws(FSError) -> OpenReply {
         let file = try record(inode)
-        guard file.kind == .file else { throw FSError(EISDIR, "open of directory \(file.path)") }
-        // Writes are not implemented yet: any open that could modify the
-        // file is refused as on a read-only filesystem.
-        if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
-            throw FSError(EROFS, "open for writing of \(file.path)")
+        guard file.kind != .directory else { throw FSError(EISDIR, "open of directory \(file.path)") }
+        let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
+        if writing { try refuseIfReadOnly("open for writing of \(file.path)") }
+
+        if let staged = state.withLock({ $0.staged[inode] }) {
+            return try await attach(inode, staged, writable: writing, truncate: flags & O_TRUNC != 0)
         }
-        let now = clock.now
-        var info: ObjectInfo?
-        if case .file(let cached)? = state.withLock({ $0.stats.lookup(file.path, now: now) }) {
-            info = cached
+        let info = try await currentInfo(file.path)
+        if writing {
+            let staged = try makeStagedFile(path: file.path, base: info, truncated: flags & O_TRUNC != 0)
+            return try await attach(inode, staged, writable: true, truncate: flags & O_TRUNC != 0)
         }
-        if info == nil {
-            let result = await statResult(objectName(file.path))
-            let later = clock.now
-            switch result {
-            case .success(let fresh):
-                state.withLock { $0.stats.insert(file.path, .file(fresh), now: later) }
-                info = fresh
-            case .failure(.notFound):
-                state.withLock { $0.stats.insert(file.path, .absent, now: later) }
-                throw failure(.notFound(objectName(file.path)), "open", file.path)
-            case .failure(let error):
-                throw failure(error, "stat", file.path)
-            }
-        }
-        guard let info else { throw FSError(EIO, "no metadata for \(file.path)") }
-        let reader = FileReader(
-            objectName: objectName(file.path), info: info, store: store, cache: blockCache, budget: budget,
-            readAhead: readAhead, logger: logger)
+        let reader = makeReader(file.path, info)
         return try state.withLock { s throws(FSError) in
             guard s.inodes[inode] != nil else { throw FSError(ENOENT, "inode \(inode) forgotten during open") }
             let unchanged = s.inodes.noteOpen(inode, generation: info.generation)
-            s.inodes.pin(inode)
-            let handle = s.nextHandle
-            s.nextHandle += 1
-            s.files[handle] = OpenFile(inode: inode, reader: reader)
-            return OpenReply(handle: handle, directIO: false, keepCache: unchanged)
+            return newHandle(OpenFile(inode: inode, reader: reader, writable: false), &s, keepCache: unchanged)
         }
     }
 
-    /// Bytes of the generation pinned at open; empty at or past its end.
-    /// If that generation is gone (replaced or deleted), ESTALE: never
-    /// bytes of another generation.
+    /// The object's metadata, from the stat cache while fresh, else a stat.
+    func currentInfo(_ path: String) async throws(FSError) -> ObjectInfo {
+        if case .file(let cached)? = state.withLock({ $0.stats.lookup(path, now: clock.now) }) {
+            return cached
+        }
+        let result = await statResult(objectName(path))
+        let later = clock.now
+        switch result {
+        case .success(let fresh):
+            state.withLock { $0.stats.insert(path, .file(fresh), now: later) }
+            return fresh
+        case .failure(.notFound):
+            state.withLock { $0.stats.insert(path, .absent, now: later) }
+            throw failure(.notFound(objectName(path)), "open", path)
+        case .failure(let error):
+            throw failure(error, "stat", path)
+        }
+    }
+
+    func makeReader(_ path: String, _ info: ObjectInfo) -> FileReader {
+        FileReader(objectName: objectName(path), info: info, store: store, cache: blockCache, budget: budget,
+                   readAhead: readAhead, logger: logger)
+    }
+
+    /// A handle on `staged` (registered for `inode` unless another open
+    /// registered one first, which then wins), truncated if asked.
+    private func attach(_ inode: UInt64, _ candidate: StagedFile, writable: Bool, truncate: Bool) async throws(FSError) -> OpenReply {
+        let (reply, staged) = try state.withLock { s throws(FSError) -> (OpenReply, StagedFile) in
+            guard s.inodes[inode] != nil else { throw FSError(ENOENT, "inode \(inode) forgotten during open") }
+            let staged = s.staged[inode] ?? candidate
+            s.staged[inode] = staged
+            staged.state.withLock { $0.handles += 1 }
+            // The kernel's cached pages may predate writes: drop them.
+            return (newHandle(OpenFile(inode: inode, reader: nil, writable: writable), &s, keepCache: false), staged)
+        }
+        if staged !== candidate { discard(candidate) }
+        if truncate {
+            do {
+                try await staged.truncate(to: 0, now: Timestamp(Date()))
+            } catch {
+                try? await release(inode, handle: reply.handle)
+                throw error
+            }
+        }
+        return reply
+    }
+
+    private func newHandle(_ file: OpenFile, _ s: inout State, keepCache: Bool) -> OpenReply {
+        s.inodes.pin(file.inode)
+        let handle = s.nextHandle
+        s.nextHandle += 1
+        s.files[handle] = file
+        return OpenReply(handle: handle, directIO: false, keepCache: keepCache)
+    }
+
+    /// Bytes of the staged file if the inode has one; else of the
+    /// generation pinned at open. If that generation is gone (replaced or
+    /// deleted), ESTALE: never bytes of another generation.
     public func read(_ inode: UInt64, handle: UInt64, offset: Int64, size: Int) async throws(FSError) -> Data {
-        guard let reader = state.withLock({ $0.files[handle]?.reader }) else {
+        guard let (file, staged) = state.withLock({ s in s.files[handle].map { ($0, s.staged[$0.inode]) } }) else {
             throw FSError(EBADF, "no file handle \(handle)")
         }
         guard offset >= 0, size >= 0 else { throw FSError(EINVAL, "read of \(size) bytes at \(offset)") }
+        if let staged { return try await staged.read(at: offset, count: size) }
+        guard let reader = file.reader else { throw FSError(EBADF, "handle \(handle) has nothing to read") }
         do {
             return try await reader.read(offset: offset, size: size)
         } catch .notFound(let message) {
@@ -76,13 +119,39 @@ extension FileSystem {
         }
     }
 
+    /// The last close of a file. A file still dirty here (written through
+    /// mmap, or whose flush was never called) is uploaded now; release has
+    /// no one to report to, so a failure only leaves the bytes in the
+    /// recovery folder and a log line. When the last handle of a staged
+    /// file goes, its local copy is deleted.
     public func release(_ inode: UInt64, handle: UInt64) async throws(FSError) {
-        let reader = state.withLock { s -> FileReader? in
+        let closing = state.withLock { s -> (OpenFile, StagedFile?)? in
             guard let file = s.files.removeValue(forKey: handle) else { return nil }
+            return (file, s.staged[file.inode])
+        }
+        guard let (file, staged) = closing else { return }
+        file.reader?.close()
+        if let staged {
+            let last = staged.state.withLock { s -> Bool in
+                s.handles -= 1
+                return s.handles == 0
+            }
+            if last {
+                if staged.state.withLock({ $0.dirty && $0.failedVersion != $0.version && !$0.unlinked }) {
+                    _ = try? await upload(staged, inode: inode, reason: "release")
+                }
+                let dropped = state.withLock { s -> Bool in
+                    // An open may have attached meanwhile: then it stays.
+                    guard s.staged[inode] === staged, staged.state.withLock({ $0.handles == 0 }) else { return false }
+                    s.staged[inode] = nil
+                    return true
+                }
+                if dropped { discard(staged) }
+            }
+        }
+        state.withLock { s in
             s.inodes.unpin(file.inode)
             s.inodes.checkInvariants()
-            return file.reader
         }
-        reader?.close()
     }
 }

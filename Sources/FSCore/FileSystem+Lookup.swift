@@ -15,7 +15,14 @@ extension FileSystem {
         }
         let now = clock.now
         if let cached = try state.withLock({ s throws(FSError) -> EntryReply? in
-            guard let node = s.stats.lookup(path, now: now) else { return nil }
+            if let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode], !staged.state.withLock({ $0.unlinked }) {
+                // Being written here: its staged state is the truth.
+                s.inodes.addLookups(inode)
+                return entryReply(stagedAttributes(staged, path: path, inode: inode))
+            }
+            guard let node = s.stats.lookup(path, now: now) ?? (listingSaysAbsent(path, now: now, s) ? .absent : nil) else {
+                return nil
+            }
             return try countedEntry(path, node, &s)
         }) {
             return cached
@@ -46,6 +53,9 @@ extension FileSystem {
         let record = try record(inode)
         if inode == InodeTable.root {
             return AttributesReply(attributes: mapper.directory(placeholder: nil, inode: inode), timeout: options.kernelTimeout)
+        }
+        if let staged = state.withLock({ $0.staged[inode] }) {
+            return AttributesReply(attributes: stagedAttributes(staged, path: record.path, inode: inode), timeout: options.kernelTimeout)
         }
         let now = clock.now
         let node: StatCache.Node
@@ -147,7 +157,7 @@ extension FileSystem {
 extension StatCache.Node {
     var kind: InodeTable.Kind? {
         switch self {
-        case .file: return .file
+        case .file(let info): return info.symlinkTarget == nil ? .file : .symlink
         case .directory: return .directory
         case .absent: return nil
         }

@@ -35,12 +35,21 @@ public final class FileSystem: FileSystemOperations {
     let blockCache: BlockCache?
     let budget: ReadAheadBudget
     let readAhead: ReadAhead.Configuration
+    /// Where staged files live: `cacheDirectory/staging`, or a temporary
+    /// directory of this process without a cache directory.
+    let stagingDirectory: String
+    /// Where the bytes of failed uploads are kept (nil without a cache
+    /// directory: then a failed upload's bytes stay only until release).
+    let recovery: RecoveryFolder?
 
     struct State: Sendable {
         var inodes = InodeTable()
         var stats: StatCache
         var directories: [UInt64: DirectoryHandle] = [:]
         var files: [UInt64: OpenFile] = [:]
+        /// Files being written, by inode (shared by all their handles).
+        var staged: [UInt64: StagedFile] = [:]
+        var nextStagedID: UInt64 = 0
         /// Recent full listings by listed prefix, reused by opendir within
         /// statTTL (as attributes are), so a second `ls -l` asks nothing.
         var listings: [String: CachedListing] = [:]
@@ -91,6 +100,11 @@ public final class FileSystem: FileSystemOperations {
             }
         }
         self.blockCache = blockCache
+        let staging = options.cacheDirectory.map { $0 + "/staging" }
+            ?? FileManager.default.temporaryDirectory.path + "/bucketfs-staging-\(getpid())-\(UUID().uuidString.prefix(8))"
+        self.stagingDirectory = staging
+        self.recovery = options.cacheDirectory.map { RecoveryFolder(cacheDirectory: $0, bucket: options.bucket, logger: logger) }
+        RecoveryFolder.adoptLeftovers(staging: staging, recovery: recovery, logger: logger)
         self.budget = ReadAheadBudget(limit: options.readAheadBudget)
         self.readAhead = ReadAhead.Configuration(
             initialWindow: options.readAheadInitial, maxWindow: options.readAheadMax,

@@ -25,6 +25,68 @@ public protocol FileSystemOperations: Sendable {
     func release(_ inode: UInt64, handle: UInt64) async throws(FSError)
 
     func statfs() -> FilesystemStatistics
+
+    // Changes. Every one answers EROFS on a read-only mount.
+
+    /// Creates and opens a regular file (O_CREAT): it exists in the mount at
+    /// once and in the bucket from its first flush. One lookup is counted.
+    func create(parent: UInt64, name: String, mode: UInt32, flags: Int32) async throws(FSError) -> (EntryReply, OpenReply)
+    /// mknod of a regular file (anything else is EPERM): an empty object.
+    func mknod(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply
+    /// Writes into the file's staged copy; returns the bytes taken.
+    func write(_ inode: UInt64, handle: UInt64, offset: Int64, data: Data) async throws(FSError) -> Int
+    /// Every close(2) of a descriptor: uploads if the file is dirty.
+    func flush(_ inode: UInt64, handle: UInt64) async throws(FSError)
+    func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError)
+    /// chmod, chown, truncate, utimes; `handle` when done through an open file.
+    func setattr(_ inode: UInt64, handle: UInt64?, changes: AttributeChanges) async throws(FSError) -> AttributesReply
+    func mkdir(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply
+    func unlink(parent: UInt64, name: String) async throws(FSError)
+    func rmdir(parent: UInt64, name: String) async throws(FSError)
+    func rename(parent: UInt64, name: String, newParent: UInt64, newName: String, flags: RenameFlags) async throws(FSError)
+    func symlink(target: String, parent: UInt64, name: String) async throws(FSError) -> EntryReply
+    func readlink(_ inode: UInt64) async throws(FSError) -> String
+
+    /// Uploads every dirty file (unmount, SIGTERM). Failures go to the
+    /// recovery folder and are logged; returns how many failed.
+    func flushAll() async -> Int
+}
+
+/// What a setattr asks to change; nil leaves a field alone.
+public struct AttributeChanges: Sendable, Equatable {
+    public enum Time: Sendable, Equatable {
+        case now
+        case at(Timestamp)
+    }
+
+    public var size: Int64?
+    public var mode: UInt32?
+    public var uid: UInt32?
+    public var gid: UInt32?
+    public var accessTime: Time?
+    public var modificationTime: Time?
+
+    public init(size: Int64? = nil, mode: UInt32? = nil, uid: UInt32? = nil, gid: UInt32? = nil, accessTime: Time? = nil, modificationTime: Time? = nil) {
+        self.size = size
+        self.mode = mode
+        self.uid = uid
+        self.gid = gid
+        self.accessTime = accessTime
+        self.modificationTime = modificationTime
+    }
+
+    /// Whether anything besides the size changes (a metadata change).
+    var changesMetadata: Bool { mode != nil || uid != nil || gid != nil || accessTime != nil || modificationTime != nil }
+}
+
+/// renameat2 flags.
+public struct RenameFlags: OptionSet, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// RENAME_NOREPLACE: fail with EEXIST instead of replacing.
+    public static let noReplace = RenameFlags(rawValue: 1 << 0)
+    /// RENAME_EXCHANGE: swap two names (not possible on an object store).
+    public static let exchange = RenameFlags(rawValue: 1 << 1)
 }
 
 /// An errno for the kernel, with what happened for the log.

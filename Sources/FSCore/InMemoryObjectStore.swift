@@ -14,6 +14,8 @@ import Synchronization
 public final class InMemoryObjectStore: ObjectStore {
     public enum Operation: String, Sendable, CaseIterable {
         case list, stat, read, put, delete, copy, patch
+        /// The calls of a streaming put: its start, each `send`, `finish`.
+        case streamingStart, streamingSend, streamingFinish
     }
 
     /// Decides whether a call fails: given the operation and the object
@@ -178,6 +180,16 @@ public final class InMemoryObjectStore: ObjectStore {
         }
     }
 
+    public func startStreamingPut(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut {
+        try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .streamingStart, name)
+            try Self.validate(name)
+            // Cloud Storage checks the precondition when the session starts, too.
+            try Self.check(s.objects[name]?.info.generation, matches: options.ifGenerationMatch, name)
+        }
+        return InMemoryStreamingPut(store: self, name: name, path: path, options: options)
+    }
+
     public func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError) {
         try state.withLock { s throws(StoreError) in
             try Self.begin(&s, .delete, name)
@@ -223,6 +235,23 @@ public final class InMemoryObjectStore: ObjectStore {
             info.updated = now()
             s.objects[name]!.info = info
             return info
+        }
+    }
+
+    // MARK: - Streaming puts
+
+    /// Counts a `send` of a streaming put and applies injected faults.
+    fileprivate func beginStreamingSend(_ name: String) throws(StoreError) {
+        try state.withLock { s throws(StoreError) in try Self.begin(&s, .streamingSend, name) }
+    }
+
+    /// Creates the object a streaming put finished, if its precondition
+    /// still holds.
+    fileprivate func commitStreamingPut(_ name: String, _ data: Data, _ options: PutOptions) throws(StoreError) -> ObjectInfo {
+        try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .streamingFinish, name)
+            try Self.check(s.objects[name]?.info.generation, matches: options.ifGenerationMatch, name)
+            return Self.store(&s, name: name, data: data, contentType: options.contentType, customMetadata: options.customMetadata, at: now())
         }
     }
 
@@ -286,5 +315,83 @@ public final class InMemoryObjectStore: ObjectStore {
             if condition(names[mid]) { high = mid } else { low = mid + 1 }
         }
         return low
+    }
+}
+
+/// A streaming put into an `InMemoryObjectStore`: like the real service it
+/// takes the file's bytes when they are sent (later changes to the file do
+/// not reach the object) and creates the object only at `finish`.
+final class InMemoryStreamingPut: StreamingPut {
+    let granularity: Int64 = 256 * 1024
+    private let store: InMemoryObjectStore
+    private let name: String
+    private let path: String
+    private let options: PutOptions
+
+    private struct Progress {
+        /// The bytes received so far; `received.count` is `acknowledged`.
+        var received = Data()
+        var abandoned = false
+    }
+
+    // Leaf lock, never held across an await or the store's lock.
+    private let progress = Mutex(Progress())
+
+    init(store: InMemoryObjectStore, name: String, path: String, options: PutOptions) {
+        self.store = store
+        self.name = name
+        self.path = path
+        self.options = options
+    }
+
+    var acknowledged: Int64 { progress.withLock { Int64($0.received.count) } }
+
+    func send(upTo end: Int64) async throws(StoreError) {
+        let start = try usableOffset()
+        guard end % granularity == 0, end > start else {
+            throw .invalidArgument("a streaming put sends up to a multiple of \(granularity) above the \(start) bytes acknowledged, not \(end)")
+        }
+        // Like the real store: a file too short is found before any request.
+        let bytes = try read(start..<end)
+        try store.beginStreamingSend(name)
+        progress.withLock { $0.received.append(bytes) }
+    }
+
+    func finish(size: Int64) async throws(StoreError) -> ObjectInfo {
+        let start = try usableOffset()
+        guard size >= start else { throw .invalidArgument("a streaming put of \(start) acknowledged bytes cannot end at \(size)") }
+        let data = progress.withLock { $0.received } + (try read(start..<size))
+        let info = try store.commitStreamingPut(name, data, options)
+        progress.withLock { $0.received = data }
+        return info
+    }
+
+    func abandon() async {
+        progress.withLock { $0.abandoned = true }
+    }
+
+    private func usableOffset() throws(StoreError) -> Int64 {
+        let (offset, abandoned) = progress.withLock { (Int64($0.received.count), $0.abandoned) }
+        if abandoned { throw .other("the streaming put of \(name) was abandoned") }
+        return offset
+    }
+
+    /// Bytes `range` of the file, which must hold them all.
+    private func read(_ range: Range<Int64>) throws(StoreError) -> Data {
+        guard !range.isEmpty else { return Data() }
+        do {
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(range.lowerBound))
+            let data = try handle.read(upToCount: range.count) ?? Data()
+            guard data.count == range.count else {
+                throw StoreError.invalidArgument("\(path) ends before byte \(range.upperBound)")
+            }
+            return data
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .invalidArgument("cannot read \(path): \(error)")
+        }
     }
 }

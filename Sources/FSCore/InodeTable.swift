@@ -17,6 +17,7 @@ struct InodeTable: Sendable {
     enum Kind: Sendable, Equatable {
         case file
         case directory
+        case symlink
     }
 
     struct Record: Sendable, Equatable {
@@ -98,6 +99,38 @@ struct InodeTable: Sendable {
         guard records[inode] != nil else { return false }
         records[inode]!.pins = max(0, records[inode]!.pins - 1)
         return dropIfUnused(inode)
+    }
+
+    /// `path` no longer names its inode (unlink, rmdir): the record lives
+    /// on, unbound, until the kernel forgets it.
+    mutating func unbind(_ path: String) {
+        guard let inode = byPath[path], inode != Self.root else { return }
+        records[inode]?.bound = false
+        byPath[path] = nil
+        dropIfUnused(inode)
+    }
+
+    /// A rename: `from` and every path below it (`from/...`) move to `to`,
+    /// keeping their inode numbers (open files follow their name). Whatever
+    /// `to` and the paths below it named before is unbound.
+    mutating func rename(from: String, to: String) {
+        guard from != to else { return }
+        let below = from + "/"
+        let moving = byPath.filter { $0.key == from || $0.key.hasPrefix(below) }
+        let targetBelow = to + "/"
+        for (path, _) in byPath where path == to || path.hasPrefix(targetBelow) {
+            if moving[path] == nil { unbind(path) }
+        }
+        for (path, _) in moving { byPath[path] = nil }
+        for (path, inode) in moving {
+            let renamed = to + path.dropFirst(from.count)
+            records[inode]?.path = renamed
+            if let displaced = byPath[renamed], displaced != inode {
+                records[displaced]?.bound = false
+                dropIfUnused(displaced)
+            }
+            byPath[renamed] = inode
+        }
     }
 
     /// Records the generation of an open; returns whether it equals the

@@ -35,6 +35,11 @@ public struct MountOptions: Sendable, Equatable {
     /// + path. "" mounts the whole bucket. Normalised by `objectPrefix`.
     public var prefix: String
     public var readOnly: Bool
+    /// The bucket's name, for the recovery folder's layout.
+    public var bucket: String
+    /// A file written in order streams its upload in pieces of this size
+    /// (a multiple of 256 KiB), starting once it holds that much.
+    public var streamChunkSize: Int64
 
     public init(
         uid: UInt32 = getuid(), gid: UInt32 = getgid(),
@@ -44,7 +49,7 @@ public struct MountOptions: Sendable, Equatable {
         cacheDirectory: String? = nil, cacheSize: Int64 = 1 << 30,
         readAheadBudget: Int64 = 256 << 20,
         readAheadInitial: Int64 = 1 << 20, readAheadMax: Int64 = 64 << 20,
-        prefix: String = "", readOnly: Bool = false
+        prefix: String = "", readOnly: Bool = false, bucket: String = "", streamChunkSize: Int64 = 64 << 20
     ) {
         self.uid = uid
         self.gid = gid
@@ -60,6 +65,8 @@ public struct MountOptions: Sendable, Equatable {
         self.readAheadMax = readAheadMax
         self.prefix = prefix
         self.readOnly = readOnly
+        self.bucket = bucket
+        self.streamChunkSize = max(256 << 10, streamChunkSize / (256 << 10) * (256 << 10))
     }
 
     /// The prefix as object names use it: "" or segments joined by "/" with

@@ -28,6 +28,9 @@ public protocol ObjectStore: Sendable {
     /// (0: only if absent).
     func put(_ name: String, from path: String?, options: PutOptions) async throws(StoreError) -> ObjectInfo
 
+    /// Starts a resumable upload of `name` from the file at `path`, whose final length is not known yet.
+    func startStreamingPut(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut
+
     func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError)
 
     /// Server-side copy; content type and custom metadata travel along.
@@ -36,6 +39,26 @@ public protocol ObjectStore: Sendable {
     /// Changes custom metadata keys (nil deletes a key) and standard
     /// properties (nil deletes a property) in one request.
     func patch(_ name: String, _ patch: MetadataPatch, ifMetagenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo
+}
+
+/// An upload of a file that is still being written sequentially
+/// (`ObjectStore.startStreamingPut`): the owner sends each region once it
+/// is on disk and final, then finishes with the file's size. The store
+/// reads the file's bytes when they are sent. `ifGenerationMatch` of the
+/// put's options is checked at the start and again at `finish`; until
+/// then the object stays as it was. One call at a time.
+public protocol StreamingPut: Sendable {
+    /// What every `send(upTo:)` end must be a multiple of.
+    var granularity: Int64 { get }
+    /// Bytes the store has received.
+    var acknowledged: Int64 { get }
+    /// Sends bytes [acknowledged, end) of the file; `end` is a multiple of
+    /// `granularity` above `acknowledged`.
+    func send(upTo end: Int64) async throws(StoreError)
+    /// Sends bytes [acknowledged, size) of the file and creates the object.
+    func finish(size: Int64) async throws(StoreError) -> ObjectInfo
+    /// Drops the upload (best effort); the object stays as it was.
+    func abandon() async
 }
 
 public struct ObjectInfo: Sendable, Equatable {

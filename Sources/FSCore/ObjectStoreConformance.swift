@@ -35,6 +35,7 @@ public enum ObjectStoreConformance {
             try await objects(store, prefix, scratch, &created)
             try await layout(store, prefix, &created)
             try await paging(store, prefix, options, &created)
+            try await streaming(store, prefix, scratch, &created)
         } catch {
             for name in created { try? await store.delete(name, ifGenerationMatch: nil) }
             throw error
@@ -165,6 +166,67 @@ public enum ObjectStoreConformance {
         try expect("pages together list every prefix once", seenPrefixes.sorted() == [base + "d1/", base + "d2/"], "\(seenPrefixes)")
     }
 
+    // MARK: - Streaming puts of a file still being written
+
+    private static func streaming(_ store: any ObjectStore, _ prefix: String, _ scratch: String, _ created: inout Set<String>) async throws {
+        let name = prefix + "streamed.bin"
+        let path = scratch + "/streaming"
+        let old = try await put(store, name, Data("old".utf8), scratch, contentType: nil, metadata: [:])
+        created.insert(name)
+        try Data().write(to: URL(fileURLWithPath: path))
+        let upload = try await store.startStreamingPut(
+            name, from: path, options: PutOptions(contentType: "application/x-streamed", customMetadata: ["k": "v"]))
+        let g = upload.granularity
+        try expect("the granularity is 256 KiB", g == 256 * 1024, "\(g)")
+        try expect("nothing is acknowledged at the start", upload.acknowledged == 0, "\(upload.acknowledged)")
+        let data = pattern(Int(2 * g) + 12_345, seed: 3)
+        try append(data[0..<Int(g) + 100], to: path)
+        try await upload.send(upTo: g)
+        try expect("send acknowledges up to its end", upload.acknowledged == g, "\(upload.acknowledged)")
+        try await expectError(
+            "a send whose end is not a multiple of the granularity is invalidArgument", { try await upload.send(upTo: g + 100) },
+            isInvalidArgument)
+        let during = try await store.stat(name)
+        try expect("the object stays as it was until finish", during.generation == old.generation && during.size == 3, "\(during.generation) \(during.size)")
+        try append(data[(Int(g) + 100)...], to: path)
+        try await upload.send(upTo: 2 * g)
+        // The store has the bytes once send returns: a later change to the
+        // file does not reach the object.
+        try overwrite(path, with: Data(repeating: 0, count: 100))
+        let info = try await upload.finish(size: Int64(data.count))
+        try expect("finish reports the name and size", info.name == name && info.size == Int64(data.count), "\(info.name) \(info.size)")
+        try expect("finish makes a new generation", info.generation != old.generation, "\(info.generation)")
+        let stat = try await store.stat(name)
+        try expect("stat returns the streamed generation and size", stat.generation == info.generation && stat.size == Int64(data.count), "\(stat.generation) \(stat.size)")
+        try expect("a streamed object has the put's type and metadata", stat.contentType == "application/x-streamed" && stat.customMetadata == ["k": "v"], "\(stat.contentType ?? "nil") \(stat.customMetadata)")
+        let bytes = try await read(store, name, info.generation, 0..<Int64(data.count))
+        try expect("a streamed object holds the bytes as they were sent", bytes == data, "\(bytes.count) bytes")
+
+        let emptyName = prefix + "streamed-empty"
+        created.insert(emptyName)
+        try Data().write(to: URL(fileURLWithPath: path))
+        let empty = try await store.startStreamingPut(emptyName, from: path, options: PutOptions()).finish(size: 0)
+        let emptyStat = try await store.stat(emptyName)
+        try expect("a streamed empty object has size 0", empty.size == 0 && emptyStat.size == 0, "\(empty.size) \(emptyStat.size)")
+
+        let exactName = prefix + "streamed-exact"
+        created.insert(exactName)
+        let exact = pattern(Int(g), seed: 4)
+        try exact.write(to: URL(fileURLWithPath: path))
+        let exactUpload = try await store.startStreamingPut(exactName, from: path, options: PutOptions())
+        try await exactUpload.send(upTo: g)
+        let exactInfo = try await exactUpload.finish(size: g)
+        let exactBytes = try await read(store, exactName, exactInfo.generation, 0..<g)
+        try expect("a finish with nothing left to send completes the object", exactInfo.size == g && exactBytes == exact, "\(exactInfo.size) \(exactBytes.count)")
+
+        let abandonedName = prefix + "streamed-abandoned"
+        created.insert(abandonedName)
+        let abandoned = try await store.startStreamingPut(abandonedName, from: path, options: PutOptions())
+        try await abandoned.send(upTo: g)
+        await abandoned.abandon()
+        try await expectError("an abandoned streaming put leaves no object", { _ = try await store.stat(abandonedName) }, isNotFound)
+    }
+
     // MARK: - Helpers
 
     private static func expect(_ expectation: String, _ condition: Bool, _ detail: @autoclosure () -> String) throws {
@@ -184,6 +246,25 @@ public enum ObjectStoreConformance {
     private static func isNotFound(_ error: any Error) -> Bool {
         if case .notFound? = error as? StoreError { return true }
         return false
+    }
+
+    private static func isInvalidArgument(_ error: any Error) -> Bool {
+        if case .invalidArgument? = error as? StoreError { return true }
+        return false
+    }
+
+    private static func append(_ data: Data, to path: String) throws {
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        try handle.seekToEnd()
+        try handle.write(contentsOf: data)
+    }
+
+    /// Replaces the file's first bytes with `data`.
+    private static func overwrite(_ path: String, with data: Data) throws {
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        try handle.write(contentsOf: data)
     }
 
     private static func pattern(_ count: Int, seed: UInt8) -> Data {

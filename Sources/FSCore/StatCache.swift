@@ -58,6 +58,12 @@ struct StatCache: Sendable {
         entries[path] = nil
     }
 
+    /// Forgets `path` and every path below it (a directory rename).
+    mutating func invalidate(tree path: String) {
+        let below = path + "/"
+        entries = entries.filter { $0.key != path && !$0.key.hasPrefix(below) }
+    }
+
     private mutating func shrink(now: Duration) {
         entries = entries.filter { now < $0.value.expiry }
         let target = capacity * 9 / 10

@@ -15,7 +15,7 @@ public struct StorageKitObjectStore: ObjectStore {
 
     public func list(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ListPage {
         let listed = storage.reference().child(prefix)
-        let result = try await run { try await listed.listPage(maxResults: Int64(maxResults), pageToken: pageToken) }
+        let result = try await Self.run { try await listed.listPage(maxResults: Int64(maxResults), pageToken: pageToken) }
         return ListPage(
             prefixes: result.prefixes.map { $0.fullPath + "/" },
             items: result.itemMetadata.map(Self.info),
@@ -25,7 +25,7 @@ public struct StorageKitObjectStore: ObjectStore {
 
     public func stat(_ name: String) async throws(StoreError) -> ObjectInfo {
         let ref = reference(name)
-        return Self.info(try await run { try await ref.getMetadata() })
+        return Self.info(try await Self.run { try await ref.getMetadata() })
     }
 
     public func read(
@@ -33,15 +33,13 @@ public struct StorageKitObjectStore: ObjectStore {
         into sink: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void
     ) async throws(StoreError) -> Int64 {
         let ref = reference(name)
-        return try await run { try await ref.read(range: range, generation: generation, into: sink) }
+        return try await Self.run { try await ref.read(range: range, generation: generation, into: sink) }
     }
 
     public func put(_ name: String, from path: String?, options: PutOptions) async throws(StoreError) -> ObjectInfo {
         let ref = reference(name)
-        let metadata = StorageMetadata()
-        metadata.contentType = options.contentType
-        if !options.customMetadata.isEmpty { metadata.customMetadata = options.customMetadata }
-        let stored = try await run {
+        let metadata = Self.metadata(options)
+        let stored = try await Self.run {
             if let path {
                 try await ref.putFileAsync(from: URL(fileURLWithPath: path), metadata: metadata, ifGenerationMatch: options.ifGenerationMatch)
             } else {
@@ -51,16 +49,33 @@ public struct StorageKitObjectStore: ObjectStore {
         return Self.info(stored)
     }
 
+    public func startStreamingPut(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut {
+        let ref = reference(name)
+        let metadata = Self.metadata(options)
+        let upload = try await Self.run {
+            try await ref.startStreamingUpload(fromFile: path, metadata: metadata, ifGenerationMatch: options.ifGenerationMatch)
+        }
+        return StorageKitStreamingPut(upload: upload)
+    }
+
+    /// The uploaded object's type and custom metadata.
+    private static func metadata(_ options: PutOptions) -> StorageMetadata {
+        let metadata = StorageMetadata()
+        metadata.contentType = options.contentType
+        if !options.customMetadata.isEmpty { metadata.customMetadata = options.customMetadata }
+        return metadata
+    }
+
     public func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError) {
         let ref = reference(name)
-        try await run { try await ref.delete(ifGenerationMatch: ifGenerationMatch) }
+        try await Self.run { try await ref.delete(ifGenerationMatch: ifGenerationMatch) }
     }
 
     public func copy(
         _ source: String, to destination: String, ifSourceGenerationMatch: Int64?, ifGenerationMatch: Int64?
     ) async throws(StoreError) -> ObjectInfo {
         let from = reference(source), to = reference(destination)
-        return Self.info(try await run {
+        return Self.info(try await Self.run {
             try await from.copy(to: to, ifGenerationMatch: ifGenerationMatch, ifSourceGenerationMatch: ifSourceGenerationMatch)
         })
     }
@@ -76,7 +91,7 @@ public struct StorageKitObjectStore: ObjectStore {
         let set = patch.customMetadata.compactMapValues { $0 }
         if !set.isEmpty { metadata.customMetadata = set }
         for (key, value) in patch.customMetadata where value == nil { metadata.removeCustomMetadata(forKey: key) }
-        return Self.info(try await run { try await ref.updateMetadata(metadata, ifMetagenerationMatch: ifMetagenerationMatch) })
+        return Self.info(try await Self.run { try await ref.updateMetadata(metadata, ifMetagenerationMatch: ifMetagenerationMatch) })
     }
 
     static func info(_ m: StorageMetadata) -> ObjectInfo {
@@ -95,7 +110,7 @@ public struct StorageKitObjectStore: ObjectStore {
     }
 
     /// Runs a StorageKit call and translates its failure.
-    private func run<T>(_ body: () async throws -> T) async throws(StoreError) -> T {
+    static func run<T>(_ body: () async throws -> T) async throws(StoreError) -> T {
         do {
             return try await body()
         } catch {
@@ -119,5 +134,25 @@ public struct StorageKitObjectStore: ObjectStore {
         case .cancelled: return .cancelled
         case .nonMatchingChecksum, .downloadSizeExceeded, .unknown: return .other(String(describing: error))
         }
+    }
+}
+
+/// `StreamingPut` over StorageKit's `StreamingUpload`.
+struct StorageKitStreamingPut: StreamingPut {
+    let upload: StreamingUpload
+
+    var granularity: Int64 { StreamingUpload.granularity }
+    var acknowledged: Int64 { upload.acknowledged }
+
+    func send(upTo end: Int64) async throws(StoreError) {
+        try await StorageKitObjectStore.run { try await upload.send(upTo: end) }
+    }
+
+    func finish(size: Int64) async throws(StoreError) -> ObjectInfo {
+        StorageKitObjectStore.info(try await StorageKitObjectStore.run { try await upload.finish(size: size) })
+    }
+
+    func abandon() async {
+        await upload.abandon()
     }
 }

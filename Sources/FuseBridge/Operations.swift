@@ -15,6 +15,7 @@ import Logging
 func makeLowLevelOps() -> fuse_lowlevel_ops {
     var ops = fuse_lowlevel_ops()
     installUnsupportedOperations(&ops)
+    installWriteOperations(&ops)
 
     ops.`init` = { userdata, conn in
         guard let conn else { return }

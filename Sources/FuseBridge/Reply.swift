@@ -61,6 +61,27 @@ struct Reply: ~Copyable, Sendable {
         return send { fuse_reply_open($0, &fi) }
     }
 
+    /// Answers create: the new entry and its open handle. False if the
+    /// kernel did not take them (then no release will follow).
+    consuming func create(_ entry: EntryReply, _ open: OpenReply) -> Bool {
+        var param = makeEntryParam(entry)
+        var fi = fuse_file_info()
+        fi.fh = open.handle
+        fi.direct_io = open.directIO ? 1 : 0
+        fi.keep_cache = open.keepCache ? 1 : 0
+        return send { fuse_reply_create($0, &param, &fi) }
+    }
+
+    /// Answers write: how many bytes were taken.
+    consuming func written(_ count: Int) {
+        send { fuse_reply_write($0, count) }
+    }
+
+    /// Answers readlink.
+    consuming func link(_ target: String) {
+        send { fuse_reply_readlink($0, target) }
+    }
+
     consuming func data(_ data: Data) {
         send { req in
             data.withUnsafeBytes { bytes in

@@ -3,9 +3,9 @@ import Foundation
 import Logging
 
 // What the kernel is told for every operation the filesystem does not
-// offer yet. One table, one comment per choice; when writes land, replace
-// the entries here with trampolines in Operations.swift (which installs
-// its own ops after this table, so an op defined there wins).
+// offer. One table, one comment per choice; Operations.swift and
+// WriteOperations.swift install their ops after this table, so an op
+// defined there wins.
 //
 // Some ops stay NULL on purpose, because libfuse/the kernel then do the
 // right thing by themselves:
@@ -19,30 +19,10 @@ import Logging
 //   retrieve_reply  only used with fuse_lowlevel_notify_retrieve.
 
 func installUnsupportedOperations(_ ops: inout fuse_lowlevel_ops) {
-    // Namespace changes and data writes: EROFS, because this mount is
-    // read-only until writes land. (With `-o ro` the kernel already refuses
-    // most of them before they reach us; without it, this is the answer.)
-    ops.write = { req, _, _, _, _, _ in unsupported(req, "write", EROFS) }
-    ops.create = { req, _, _, _, _ in unsupported(req, "create", EROFS) }
-    ops.mknod = { req, _, _, _, _ in unsupported(req, "mknod", EROFS) }
-    ops.mkdir = { req, _, _, _ in unsupported(req, "mkdir", EROFS) }
-    ops.unlink = { req, _, _ in unsupported(req, "unlink", EROFS) }
-    ops.rmdir = { req, _, _ in unsupported(req, "rmdir", EROFS) }
-    ops.symlink = { req, _, _, _ in unsupported(req, "symlink", EROFS) }
-    ops.rename = { req, _, _, _, _, _ in unsupported(req, "rename", EROFS) }
-    // chmod, chown, truncate, utimes (touch): EROFS, the attributes come from
-    // the bucket and cannot be changed here.
-    ops.setattr = { req, _, _, _, _ in unsupported(req, "setattr", EROFS) }
-
     // Hard links: EPERM, what link(2) answers when the filesystem does not
     // support hard links; an object store has no way to give one object two
-    // names. This stays when writes land.
+    // names.
     ops.link = { req, _, _, _ in unsupported(req, "link", EPERM) }
-    // There are no symlinks, and the kernel only asks for S_IFLNK inodes:
-    // EINVAL is readlink(2)'s "not a symbolic link". (NULL would give
-    // ENOSYS, "Function not implemented".)
-    ops.readlink = { req, _ in unsupported(req, "readlink", EINVAL) }
-
     // Extended attributes: not supported yet. ENOSYS is the one answer the
     // kernel remembers (fc->no_getxattr etc.): it stops asking and answers
     // EOPNOTSUPP itself, so `ls -l`, which probes two attributes per file
@@ -55,14 +35,12 @@ func installUnsupportedOperations(_ ops: inout fuse_lowlevel_ops) {
     ops.setxattr = { req, _, _, _, _, _ in unsupported(req, "setxattr", ENOSYS) }
     ops.removexattr = { req, _, _ in unsupported(req, "removexattr", ENOSYS) }
 
-    // flush (every close), fsync and fsyncdir: success, there is nothing
-    // to upload on a read-only mount. When writes land, flush/fsync upload.
-    ops.flush = { req, _, _ in unsupported(req, "flush", 0) }
-    ops.fsync = { req, _, _, _ in unsupported(req, "fsync", 0) }
+    // fsyncdir: success; directory entries are objects, durable as soon
+    // as the operation that made them has answered.
     ops.fsyncdir = { req, _, _, _ in unsupported(req, "fsyncdir", 0) }
 
     // fallocate: EOPNOTSUPP, the answer glibc's posix_fallocate expects
-    // before it falls back to writing (which then answers EROFS).
+    // before it falls back to writing zeros through `write`.
     ops.fallocate = { req, _, _, _, _, _ in unsupported(req, "fallocate", EOPNOTSUPP) }
     // copy_file_range: EOPNOTSUPP makes the kernel fall back to a splice
     // copy through read and write, which is all an object store could do.

@@ -11,7 +11,7 @@ extension StorageReference {
     /// Uploads `data`. Data cannot be uploaded to the root reference.
     @discardableResult
     public func putData(_ data: Data, metadata: StorageMetadata? = nil, ifGenerationMatch: Int64? = nil) -> StorageUploadTask {
-        makeTask(source: .data(data), metadata: metadata, nameForType: name, ifGenerationMatch: ifGenerationMatch)
+        makeTask(source: .data(data), size: Int64(data.count), metadata: metadata, nameForType: name, ifGenerationMatch: ifGenerationMatch)
     }
 
     /// Uploads the file at `fileURL`, streaming it from disk. `contentType`
@@ -21,18 +21,12 @@ extension StorageReference {
     public func putFile(from fileURL: URL, metadata: StorageMetadata? = nil, ifGenerationMatch: Int64? = nil) -> StorageUploadTask {
         let size: Int64
         do {
-            let attributes = try FileManager.default.attributesOfItem(atPath: fileURL.path)
-            guard (attributes[.type] as? FileAttributeType) == .typeRegular else {
-                return failedTask(StorageError.invalidArgument("\(fileURL.path) is not a regular file"))
-            }
-            size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
+            size = try Self.regularFileSize(fileURL.path)
         } catch {
-            return failedTask(StorageError.invalidArgument("cannot read \(fileURL.path): \(error.localizedDescription)"))
+            return failedTask(error)
         }
-        let fileType = ContentType.infer(forFileName: fileURL.lastPathComponent)
-        let nameForType = fileType == ContentType.fallback ? name : fileURL.lastPathComponent
         return makeTask(
-            source: .file(path: fileURL.path, size: size), metadata: metadata, nameForType: nameForType,
+            source: .file(path: fileURL.path), size: size, metadata: metadata, nameForType: typeName(forFile: fileURL.path),
             ifGenerationMatch: ifGenerationMatch)
     }
 
@@ -64,18 +58,16 @@ extension StorageReference {
     }
 
     private func makeTask(
-        source: UploadSource, metadata: StorageMetadata?, nameForType: String, ifGenerationMatch: Int64?
+        source: UploadSource, size: Int64, metadata: StorageMetadata?, nameForType: String, ifGenerationMatch: Int64?
     ) -> StorageUploadTask {
         do {
             try path.validateForObject()
         } catch {
             return failedTask(error)
         }
-        let effective = metadata?.copy() ?? StorageMetadata()
-        if effective.contentType == nil {
-            effective.contentType = ContentType.infer(forFileName: nameForType)
-        }
-        let uploader = Uploader(reference: self, source: source, metadata: effective, ifGenerationMatch: ifGenerationMatch)
+        let uploader = Uploader(
+            reference: self, source: source, size: size, metadata: uploadMetadata(metadata, nameForType: nameForType),
+            ifGenerationMatch: ifGenerationMatch)
         let task = StorageUploadTask(reference: self, uploader: uploader)
         task.start()
         return task
@@ -84,9 +76,45 @@ extension StorageReference {
     /// A task that fails at once (invalid path, unreadable file), so the
     /// error reaches observers the way every other failure does.
     private func failedTask(_ error: any Error) -> StorageUploadTask {
-        let uploader = Uploader(reference: self, source: .data(Data()), metadata: StorageMetadata(), ifGenerationMatch: nil)
+        let uploader = Uploader(reference: self, source: .data(Data()), size: 0, metadata: StorageMetadata(), ifGenerationMatch: nil)
         let task = StorageUploadTask(reference: self, uploader: uploader)
         task.fail(error)
         return task
+    }
+
+    // MARK: shared with streaming uploads
+
+    /// The size of the regular file at `path`; `invalidArgument` for
+    /// anything else.
+    static func regularFileSize(_ path: String) throws(StorageError) -> Int64 {
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            guard (attributes[.type] as? FileAttributeType) == .typeRegular else {
+                throw StorageError.invalidArgument("\(path) is not a regular file")
+            }
+            return (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError.invalidArgument("cannot read \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// The name whose extension gives an upload of the file at `path` its
+    /// default content type: the file's when that implies a type, else
+    /// this reference's.
+    func typeName(forFile path: String) -> String {
+        let fileName = URL(fileURLWithPath: path).lastPathComponent
+        return ContentType.infer(forFileName: fileName) == ContentType.fallback ? name : fileName
+    }
+
+    /// A copy of `metadata` with the content type `nameForType` implies
+    /// when it has none.
+    func uploadMetadata(_ metadata: StorageMetadata?, nameForType: String) -> StorageMetadata {
+        let effective = metadata?.copy() ?? StorageMetadata()
+        if effective.contentType == nil {
+            effective.contentType = ContentType.infer(forFileName: nameForType)
+        }
+        return effective
     }
 }

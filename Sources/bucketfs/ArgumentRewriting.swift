@@ -8,9 +8,9 @@ enum ArgumentRewriting {
     static let valueOptions: Set<String> = [
         "endpoint", "key-file", "token-file", "cache-dir", "cache-size", "read-ahead-budget", "stat-ttl",
         "negative-ttl", "uid", "gid", "file-mode", "dir-mode", "log-level", "log-file", "connect-timeout",
-        "stall-timeout", "retry-attempts", "retry-max-time",
+        "stall-timeout", "retry-attempts", "retry-max-time", "upload-chunk-size",
     ]
-    static let flagOptions: Set<String> = ["anonymous", "read-only", "foreground", "allow-other"]
+    static let flagOptions: Set<String> = ["anonymous", "read-only", "foreground", "allow-other", "retry-pending"]
 
     /// `arguments` includes the program name at index 0; so does the result.
     static func rewrite(_ arguments: [String]) -> [String] {

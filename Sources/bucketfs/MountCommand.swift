@@ -67,11 +67,17 @@ struct MountCommand: AsyncParsableCommand {
         var configuration = try storageOptions.configuration()
         configuration.transport = HTTPTransport(configuration: process.transportConfiguration, logger: Logger(label: "bucketfs.transport"))
         configuration.logger = Logger(label: "bucketfs.storage")
+        configuration.uploadChunkSize = Int64(process.uploadChunkMiB) << 20
         let storage = Storage(bucket: target.bucket, configuration: configuration)
         try await Preflight.check(storage: storage, prefix: target.prefix, endpoint: configuration.endpoint)
 
-        let options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket)
-        let fs = FileSystem(store: StorageKitObjectStore(storage: storage), options: options, logger: Logger(label: "bucketfs.fs"))
+        var options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket)
+        options.streamChunkSize = configuration.uploadChunkSize
+        let store = StorageKitObjectStore(storage: storage)
+        await PendingUploads.handle(
+            RecoveryFolder(cacheDirectory: options.cacheDirectory!, bucket: target.bucket, logger: logger),
+            store: store, retry: filesystem.retryPending, logger: logger)
+        let fs = FileSystem(store: store, options: options, logger: Logger(label: "bucketfs.fs"))
         try await MountRunner(
             filesystem: fs, mountpoint: mountpoint,
             fuseOptions: filesystem.fuseOptions(bucketURL: target.description),

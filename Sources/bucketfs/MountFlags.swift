@@ -9,8 +9,11 @@ struct FilesystemFlags: ParsableArguments {
     @Flag(name: .customLong("read-only"), help: "Refuse every change with EROFS.")
     var readOnly = false
 
-    @Option(name: .customLong("cache-dir"), help: "Directory for the block cache (default: ~/.cache/bucketfs/BUCKET).")
+    @Option(name: .customLong("cache-dir"), help: "Directory for the block cache, staged writes and the recovery folder (default: ~/.cache/bucketfs/BUCKET).")
     var cacheDir: String?
+
+    @Flag(name: .customLong("retry-pending"), help: "Before mounting, upload the files a failed upload left in CACHE-DIR/recovery/BUCKET (each with the precondition it had).")
+    var retryPending = false
 
     @Option(name: .customLong("cache-size"), help: "Upper bound of the block cache on disk, in MiB.")
     var cacheSizeMiB: Int = 1024
@@ -64,6 +67,7 @@ struct FilesystemFlags: ParsableArguments {
         var options = MountOptions()
         options.prefix = prefix
         options.readOnly = readOnly
+        options.bucket = bucket
         options.uid = uid ?? getuid()
         options.gid = gid ?? getgid()
         options.fileMode = try parseMode(fileMode, "--file-mode")
@@ -113,6 +117,9 @@ struct ProcessFlags: ParsableArguments {
     @Option(name: .customLong("stall-timeout"), help: "Seconds without progress before a transfer is abandoned and retried.")
     var stallTimeout: Double = 30
 
+    @Option(name: .customLong("upload-chunk-size"), help: "Size of each request of a resumable upload, in MiB (files written in order also start uploading once they hold this much).")
+    var uploadChunkMiB: Int = 64
+
     @Option(name: .customLong("retry-attempts"), help: "Attempts per request (1: no retries).")
     var retryAttempts: Int = 6
 
@@ -121,6 +128,10 @@ struct ProcessFlags: ParsableArguments {
 
     @Option(name: .customLong("ready-fd"), help: .hidden)
     var readyFD: Int32?
+
+    func validate() throws {
+        guard (1...1024).contains(uploadChunkMiB) else { throw ValidationError("--upload-chunk-size must be 1 to 1024 MiB") }
+    }
 
     var transportConfiguration: TransportConfiguration {
         TransportConfiguration(

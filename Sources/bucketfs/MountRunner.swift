@@ -23,7 +23,11 @@ struct MountRunner {
         } catch {
             throw CLIError.bucket("cannot mount on \(mountpoint): \(error)", exitCode: 5)
         }
-        let watch = MountWatch(session: session, mountpoint: mountpoint, logger: logger)
+        let filesystem = self.filesystem
+        let logger = self.logger
+        let watch = MountWatch(session: session, mountpoint: mountpoint, logger: logger) {
+            await Self.uploadPending(filesystem, logger)
+        }
         logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "options": "\(fuseOptions.joined(separator: ","))"])
         if let readyFD { ReadyPipe.report(fd: readyFD, ready: true) }
 
@@ -37,6 +41,16 @@ struct MountRunner {
             watch.start()
         }
         session.close()
+        await Self.uploadPending(filesystem, logger)
         logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)", "loop": "\(status)"])
+    }
+
+    /// Files still open when the mount ends (SIGTERM, a lazy unmount) may
+    /// hold unsaved writes: upload them before the process goes.
+    static func uploadPending(_ filesystem: any FileSystemOperations, _ logger: Logger) async {
+        let failed = await filesystem.flushAll()
+        if failed > 0 {
+            logger.error("\(failed) file(s) could not be uploaded at unmount; their bytes are in the recovery folder")
+        }
     }
 }

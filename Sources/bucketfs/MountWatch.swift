@@ -15,8 +15,8 @@ import Logging
 /// answered, so the loop would live on for as long as the network takes. The
 /// watch polls /proc/self/mountinfo; once the mount is gone and the loop has
 /// not ended within `grace`, the process exits, which closes /dev/fuse and
-/// fails the blocked requests (nothing is lost: no writes are pending in a
-/// read-only mount).
+/// fails the blocked requests; files with unsaved writes are uploaded
+/// first (`beforeExit`), or kept in the recovery folder if that fails.
 ///
 /// `@unchecked Sendable`: every stored property is immutable after init;
 /// the dispatch sources are thread-safe objects that are only resumed once,
@@ -27,8 +27,11 @@ final class MountWatch: @unchecked Sendable {
     private let logger: Logger
     private let grace: Duration
     private let sources: [any DispatchSourceSignal]
+    private let beforeExit: @Sendable () async -> Void
 
-    init(session: FuseSession, mountpoint: String, logger: Logger, grace: Duration = .seconds(3)) {
+    init(session: FuseSession, mountpoint: String, logger: Logger, grace: Duration = .seconds(3),
+         beforeExit: @escaping @Sendable () async -> Void) {
+        self.beforeExit = beforeExit
         self.session = session
         self.mountpoint = MountWatch.absolute(mountpoint)
         self.logger = logger
@@ -83,6 +86,12 @@ final class MountWatch: @unchecked Sendable {
                 detach.waitUntilExit()
             }
             logger.warning("FUSE loop still busy \(grace) after \(reason): exiting", metadata: ["mountpoint": "\(mountpoint)"])
+            let done = DispatchSemaphore(value: 0)
+            Task { [beforeExit] in
+                await beforeExit()
+                done.signal()
+            }
+            done.wait()
             exit(0)
         }
     }

@@ -55,8 +55,8 @@ struct ReadTests {
         try await h.fs.release(inode, handle: open.handle)
     }
 
-    @Test func openRefusesDirectoriesAndWrites() async throws {
-        let h = try Harness()
+    @Test func aReadOnlyMountRefusesDirectoriesAndWrites() async throws {
+        let h = try Harness(options: MountOptions(uid: 1000, gid: 1000, readOnly: true))
         h.store.seed("d/f")
         let d = try await h.lookup("d").attributes.inode
         let f = try await h.lookup("d/f").attributes.inode

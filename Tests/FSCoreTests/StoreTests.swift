@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import FSCore
 
@@ -31,6 +32,9 @@ struct StoreTests {
                 try await inner.read(name, generation: generation, range: range, into: sink)
             }
             func put(_ name: String, from path: String?, options: PutOptions) async throws(StoreError) -> ObjectInfo { try await inner.put(name, from: path, options: options) }
+            func startStreamingPut(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut {
+                try await inner.startStreamingPut(name, from: path, options: options)
+            }
             func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError) { try await inner.delete(name, ifGenerationMatch: ifGenerationMatch) }
             func copy(_ source: String, to destination: String, ifSourceGenerationMatch: Int64?, ifGenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo {
                 try await inner.copy(source, to: destination, ifSourceGenerationMatch: ifSourceGenerationMatch, ifGenerationMatch: ifGenerationMatch)
@@ -119,6 +123,55 @@ struct StoreTests {
         await #expect(throws: StoreError.notFound("a#\(v1.generation)")) {
             _ = try await store.read("a", generation: v1.generation, range: 0..<10) { _ in }
         }
+    }
+
+    @Test func streamingPutsCheckTheirPreconditionAtStartAndAtFinish() async throws {
+        let store = InMemoryObjectStore()
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let file = dir + "/staged"
+        try bytes(300_000).write(to: URL(fileURLWithPath: file))
+        let v1 = store.seed("x", bytes(10, seed: 1))
+
+        await expectPrecondition { _ = try await store.startStreamingPut("x", from: file, options: PutOptions(ifGenerationMatch: 0)) }
+        let replaced = try await store.startStreamingPut("x", from: file, options: PutOptions(ifGenerationMatch: v1.generation))
+        try await replaced.send(upTo: 256 * 1024)
+        let v2 = store.seed("x", bytes(10, seed: 2))  // someone else writes meanwhile
+        await expectPrecondition { _ = try await replaced.finish(size: 300_000) }
+        #expect(try await store.stat("x").generation == v2.generation, "the other writer's object is intact")
+
+        let created = try await store.startStreamingPut("y", from: file, options: PutOptions(ifGenerationMatch: 0))
+        store.seed("y")
+        await expectPrecondition { _ = try await created.finish(size: 300_000) }
+
+        let current = try await store.startStreamingPut("x", from: file, options: PutOptions(ifGenerationMatch: v2.generation))
+        let v3 = try await current.finish(size: 300_000)
+        #expect(v3.size == 300_000 && v3.generation > v2.generation)
+    }
+
+    @Test func streamingPutsAreCountedFaultedAndValidated() async throws {
+        let store = InMemoryObjectStore()
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let file = dir + "/staged"
+        let data = bytes(600_000, seed: 3)
+        try data.write(to: URL(fileURLWithPath: file))
+        let upload = try await store.startStreamingPut("s", from: file, options: PutOptions())
+        store.failNext(1, with: .unavailable("503"), operations: [.streamingSend])
+        await #expect(throws: StoreError.unavailable("503")) { try await upload.send(upTo: 256 * 1024) }
+        #expect(upload.acknowledged == 0, "a failed send acknowledges nothing")
+        try await upload.send(upTo: 512 * 1024)
+        #expect(upload.acknowledged == 512 * 1024)
+        await #expect(throws: StoreError.self) { try await upload.send(upTo: 512 * 1024) }  // not above acknowledged
+        await #expect(throws: StoreError.self) { try await upload.send(upTo: 768 * 1024) }  // past the end of the file
+        await #expect(throws: StoreError.self) { _ = try await upload.finish(size: 100) }  // below acknowledged
+        #expect(store.objectNames.isEmpty, "nothing exists before finish")
+        let info = try await upload.finish(size: 600_000)
+        #expect(info.size == 600_000)
+        let stored = Mutex(Data())
+        _ = try await store.read("s", generation: info.generation, range: 0..<600_000) { bytes in stored.withLock { $0.append(contentsOf: bytes) } }
+        #expect(stored.withLock { $0 } == data)
+        #expect(store.requestCount(.streamingStart) == 1 && store.requestCount(.streamingSend) == 2 && store.requestCount(.streamingFinish) == 1)
     }
 
     private func expectPrecondition(_ body: () async throws -> Void) async {

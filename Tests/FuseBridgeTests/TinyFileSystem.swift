@@ -130,3 +130,21 @@ final class TinyFileSystem: FileSystemOperations {
             freeFiles: 500, maximumNameLength: 1024)
     }
 }
+
+/// The tiny filesystem is read-only: every change answers EROFS, which is
+/// what the bridge test checks arrives intact at the caller.
+extension TinyFileSystem {
+    func create(parent: UInt64, name: String, mode: UInt32, flags: Int32) async throws(FSError) -> (EntryReply, OpenReply) { throw FSError(EROFS) }
+    func mknod(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply { throw FSError(EROFS) }
+    func write(_ inode: UInt64, handle: UInt64, offset: Int64, data: Data) async throws(FSError) -> Int { throw FSError(EROFS) }
+    func flush(_ inode: UInt64, handle: UInt64) async throws(FSError) {}
+    func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError) {}
+    func setattr(_ inode: UInt64, handle: UInt64?, changes: AttributeChanges) async throws(FSError) -> AttributesReply { throw FSError(EROFS) }
+    func mkdir(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply { throw FSError(EROFS) }
+    func unlink(parent: UInt64, name: String) async throws(FSError) { throw FSError(EROFS) }
+    func rmdir(parent: UInt64, name: String) async throws(FSError) { throw FSError(EROFS) }
+    func rename(parent: UInt64, name: String, newParent: UInt64, newName: String, flags: RenameFlags) async throws(FSError) { throw FSError(EROFS) }
+    func symlink(target: String, parent: UInt64, name: String) async throws(FSError) -> EntryReply { throw FSError(EROFS) }
+    func readlink(_ inode: UInt64) async throws(FSError) -> String { throw FSError(EINVAL) }
+    func flushAll() async -> Int { 0 }
+}

@@ -43,6 +43,20 @@ import Transport
             do { try await store.delete("f", ifGenerationMatch: created.generation + 1) }
             catch StoreError.preconditionFailed { throw StoreError.preconditionFailed("") }
         }
+        let staged = FileManager.default.temporaryDirectory.appendingPathComponent("staged-\(UUID().uuidString)").path
+        try Data("streamed".utf8).write(to: URL(fileURLWithPath: staged))
+        defer { try? FileManager.default.removeItem(atPath: staged) }
+        await #expect(throws: StoreError.preconditionFailed("")) {
+            do { _ = try await store.startStreamingPut("f", from: staged, options: PutOptions(ifGenerationMatch: 0)) }
+            catch StoreError.preconditionFailed { throw StoreError.preconditionFailed("") }
+        }
+        let late = try await store.startStreamingPut("g", from: staged, options: PutOptions(ifGenerationMatch: 0))
+        _ = try await store.put("g", from: nil, options: PutOptions())
+        await #expect(throws: StoreError.preconditionFailed("")) {
+            do { _ = try await late.finish(size: 8) }
+            catch StoreError.preconditionFailed { throw StoreError.preconditionFailed("") }
+        }
+        #expect(try await store.stat("g").size == 0, "the other writer's object is intact")
         try await store.delete("f", ifGenerationMatch: created.generation)
         await #expect(throws: StoreError.notFound("")) {
             do { _ = try await store.stat("f") } catch StoreError.notFound { throw StoreError.notFound("") }

@@ -5,9 +5,19 @@
       writes MIB MiB of deterministic pseudo-random bytes (random.Random(SEED))
   bench_helper.py offsets SIZE COUNT BLOCK SEED
       prints COUNT block-aligned offsets in [0, SIZE - BLOCK], one a line
+  bench_helper.py gen-text PATH SIZE
+      writes SIZE bytes of deterministic printable text that does not end in
+      a newline (so a shell variable holds it exactly)
   bench_helper.py upload-config BASE BUCKET KIND...
       prints a curl --config that uploads the small objects (one curl process,
-      one kept-alive connection); KIND is dir2000, tree or stat
+      one kept-alive connection); KIND is dir2000, tree, stat, rmtree:PREFIX
+      (PREFIX/dNN/fNNN.txt, 10 directories of 100 files) or files:PREFIX:COUNT
+      (PREFIXf000 ... : the names files-config uploads)
+  bench_helper.py delete-config BASE BUCKET KIND...
+      prints a curl --config with one DELETE per object of the KINDs
+  bench_helper.py files-config BASE BUCKET PREFIX COUNT FILE
+      prints a curl --config with COUNT media uploads of FILE, named
+      PREFIXfNNN (the names the mount workload creates)
   bench_helper.py range-config URL OFFSETS_FILE BLOCK
       prints a curl --config with one ranged GET per offset
   bench_helper.py randread FILE OFFSETS_FILE BLOCK [--verify LOCAL] [--deadline S]
@@ -31,6 +41,7 @@ import urllib.parse
 
 DIR2000_COUNT = 2000
 TREE_SHAPE = (10, 10, 10)  # tree/dA/eB/fC.txt: 1,000 files, 111 directories
+RMTREE_SHAPE = (10, 100)  # PREFIX/dNN/fNNN.txt: 1,000 files, 11 directories
 
 
 def small_object_names(kind):
@@ -41,6 +52,13 @@ def small_object_names(kind):
         return [f"tree/d{i}/e{j}/f{k}.txt" for i in range(a) for j in range(b) for k in range(c)]
     if kind == "stat":
         return ["stat/one.txt"]
+    if kind.startswith("files:"):
+        _, prefix, count = kind.split(":")
+        return [f"{prefix}f{i:03d}" for i in range(int(count))]
+    if kind.startswith("rmtree:"):
+        prefix = kind[len("rmtree:"):]
+        dirs, files = RMTREE_SHAPE
+        return [f"{prefix}/d{i:02d}/f{j:03d}.txt" for i in range(dirs) for j in range(files)]
     raise SystemExit(f"unknown kind {kind}")
 
 
@@ -54,6 +72,16 @@ def gen_big(path, mib, seed):
     with open(path, "wb") as f:
         for _ in range(int(mib)):
             f.write(rng.randbytes(1 << 20))
+
+
+def gen_text(path, size):
+    size = int(size)
+    rng = random.Random(size)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    chars = [("\n" if i % 64 == 63 else rng.choice(alphabet)) for i in range(size)]
+    chars[-1] = "."
+    with open(path, "w") as f:
+        f.write("".join(chars))
 
 
 def offsets(size, count, block, seed):
@@ -79,6 +107,38 @@ def upload_config(base, bucket, kinds):
                 'output = "/dev/null"',
                 'write-out = "%{http_code}\\n"',
             ]))
+    print("silent\nshow-error")
+    print("\nnext\n".join(entries))
+
+
+def delete_config(base, bucket, kinds):
+    entries = []
+    for kind in kinds:
+        for name in small_object_names(kind):
+            url = f"{base}/storage/v1/b/{bucket}/o/" + urllib.parse.quote(name, safe="")
+            entries.append("\n".join([
+                'request = "DELETE"',
+                "url = " + curl_quote(url),
+                'output = "/dev/null"',
+                'write-out = "%{http_code}\\n"',
+            ]))
+    print("silent\nshow-error")
+    print("\nnext\n".join(entries))
+
+
+def files_config(base, bucket, prefix, count, path):
+    entries = []
+    for name in small_object_names(f"files:{prefix}:{count}"):
+        url = (f"{base}/upload/storage/v1/b/{bucket}/o?uploadType=media&name="
+               + urllib.parse.quote(name, safe=""))
+        entries.append("\n".join([
+            'request = "POST"',
+            'header = "Content-Type: application/octet-stream"',
+            "data-binary = " + curl_quote("@" + path),
+            "url = " + curl_quote(url),
+            'output = "/dev/null"',
+            'write-out = "%{http_code}\\n"',
+        ]))
     print("silent\nshow-error")
     print("\nnext\n".join(entries))
 
@@ -163,10 +223,16 @@ def main(argv):
     cmd, args = argv[1], argv[2:]
     if cmd == "gen-big":
         gen_big(*args)
+    elif cmd == "gen-text":
+        gen_text(*args)
     elif cmd == "offsets":
         offsets(*args)
     elif cmd == "upload-config":
         upload_config(args[0], args[1], args[2:])
+    elif cmd == "delete-config":
+        delete_config(args[0], args[1], args[2:])
+    elif cmd == "files-config":
+        files_config(*args)
     elif cmd == "range-config":
         range_config(*args)
     elif cmd == "randread":

@@ -1,0 +1,124 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// setattr: truncate, chmod, chown, utimes.
+///
+/// Mode, owner and times live in the object's custom metadata under the
+/// keys `gcloud storage` uses (`AttributeMapper`), so `cp -p` and `rsync -a`
+/// survive a remount and other tools read them. On a clean file a change
+/// is one metadata patch (with `ifMetagenerationMatch`), never a re-upload;
+/// on a file with unsaved writes it rides along with the coming upload. A
+/// directory keeps them on its `dir/` placeholder, created if it was
+/// implicit.
+extension FileSystem {
+    public func setattr(_ inode: UInt64, handle: UInt64?, changes: AttributeChanges) async throws(FSError) -> AttributesReply {
+        let target = try record(inode)
+        try refuseIfReadOnly("setattr of \(target.path)")
+        guard inode != InodeTable.root else { throw FSError(EPERM, "the mount's root takes its attributes from the mount options") }
+        if let size = changes.size {
+            guard target.kind == .file else { throw FSError(target.kind == .directory ? EISDIR : EINVAL, "truncate of \(target.path)") }
+            guard size >= 0 else { throw FSError(EINVAL, "negative size") }
+            guard size <= Self.maximumFileSize else { throw FSError(EFBIG, "truncate past 5 TiB") }
+            try await truncate(inode, target.path, to: size)
+        }
+        if changes.changesMetadata {
+            let keys = Self.metadataKeys(changes)
+            if target.kind == .directory {
+                try await patchDirectory(target.path, keys)
+            } else if let staged = state.withLock({ $0.staged[inode] }), staged.isDirty {
+                staged.state.withLock { s in
+                    for (key, value) in keys where key != AttributeMapper.mtimeKey { s.pendingMetadata[key] = value }
+                    if let mtime = changes.modificationTime { s.modificationTime = Self.timestamp(mtime) }
+                }
+            } else {
+                let info = try await patchObject(target.path, keys)
+                state.withLock { $0.staged[inode] }?.rebase(info)
+            }
+        }
+        return try await getattr(inode)
+    }
+
+    /// A truncate through a handle changes the staged file (uploaded at
+    /// close); one by path stages, truncates and uploads at once.
+    private func truncate(_ inode: UInt64, _ path: String, to size: Int64) async throws(FSError) {
+        if let staged = state.withLock({ $0.staged[inode] }) {
+            try await staged.truncate(to: size, now: Timestamp(Date()))
+            return
+        }
+        let info = try await currentInfo(path)
+        guard info.size != size else { return }
+        let staged = try makeStagedFile(path: path, base: info, truncated: size == 0)
+        defer { discard(staged) }
+        try await staged.truncate(to: size, now: Timestamp(Date()))
+        try await upload(staged, inode: inode, reason: "truncate")
+    }
+
+    static func metadataKeys(_ changes: AttributeChanges) -> [String: String] {
+        var keys: [String: String] = [:]
+        if let mode = changes.mode { keys[AttributeMapper.modeKey] = String(mode & 0o7777, radix: 8) }
+        if let uid = changes.uid { keys[AttributeMapper.uidKey] = String(uid) }
+        if let gid = changes.gid { keys[AttributeMapper.gidKey] = String(gid) }
+        if let mtime = changes.modificationTime { keys[AttributeMapper.mtimeKey] = secondsText(timestamp(mtime)) }
+        if let atime = changes.accessTime { keys[AttributeMapper.atimeKey] = secondsText(timestamp(atime)) }
+        return keys
+    }
+
+    static func timestamp(_ time: AttributeChanges.Time) -> Timestamp {
+        switch time {
+        case .now: return Timestamp(Date())
+        case .at(let t): return t
+        }
+    }
+
+    /// Whole seconds, as `gcloud storage` writes them.
+    static func secondsText(_ t: Timestamp) -> String { String(t.seconds) }
+
+    /// One patch of custom metadata keys; a lost race (someone changed the
+    /// metadata meanwhile) is retried once on fresh metadata, since these
+    /// keys are ours to set whatever else changed.
+    func patchObject(_ path: String, _ keys: [String: String]) async throws(FSError) -> ObjectInfo {
+        var patch = MetadataPatch()
+        patch.customMetadata = keys
+        for attempt in 0..<2 {
+            let info = try await currentInfo(path)
+            do {
+                let patched = try await store.patch(objectName(path), patch, ifMetagenerationMatch: info.metageneration)
+                state.withLock { $0.stats.insert(path, .file(patched), now: clock.now) }
+                return patched
+            } catch .preconditionFailed where attempt == 0 {
+                state.withLock { $0.stats.invalidate(path) }
+            } catch {
+                throw failure(error, "patch", path)
+            }
+        }
+        throw FSError(ESTALE, "metadata of \(objectName(path)) kept changing")
+    }
+
+    /// Patches the directory's placeholder, or creates one carrying `keys`.
+    func patchDirectory(_ path: String, _ keys: [String: String]) async throws(FSError) {
+        let name = objectName(path) + "/"
+        var info: ObjectInfo
+        switch await statResult(name) {
+        case .success(let placeholder):
+            var patch = MetadataPatch()
+            patch.customMetadata = keys
+            do {
+                info = try await store.patch(name, patch, ifMetagenerationMatch: placeholder.metageneration)
+            } catch {
+                throw failure(error, "patch", path + "/")
+            }
+        case .failure(.notFound):
+            do {
+                info = try await store.put(name, from: nil, options: PutOptions(customMetadata: keys, ifGenerationMatch: 0))
+            } catch {
+                throw failure(error, "create placeholder", path + "/")
+            }
+        case .failure(let error):
+            throw failure(error, "stat", path + "/")
+        }
+        let now = clock.now
+        state.withLock { $0.stats.insert(path, .directory(placeholder: info), now: now) }
+    }
+}

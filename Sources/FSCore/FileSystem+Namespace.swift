@@ -1,0 +1,137 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// mkdir, rmdir, unlink, rename, symlink, readlink.
+extension FileSystem {
+    /// A `dir/` placeholder object, so the empty directory exists in the
+    /// bucket (and survives a remount). Its mode is stored when it is not
+    /// the mount's default.
+    public func mkdir(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply {
+        let path = try newEntryPath(parent: parent, name: name, "mkdir")
+        var metadata = [AttributeMapper.mtimeKey: String(Int64(Date().timeIntervalSince1970))]
+        if mode & 0o7777 != options.dirMode { metadata[AttributeMapper.modeKey] = String(mode & 0o7777, radix: 8) }
+        do {
+            let info = try await store.put(objectName(path) + "/", from: nil, options: PutOptions(customMetadata: metadata, ifGenerationMatch: 0))
+            return noteCreated(path, .directory(placeholder: info))
+        } catch .preconditionFailed {
+            throw FSError(EEXIST, "\(objectName(path))/ already exists")
+        } catch {
+            throw failure(error, "mkdir", path)
+        }
+    }
+
+    /// Deletes the object, with its generation as precondition when known
+    /// (so a newer version someone else wrote is not deleted: ESTALE). A
+    /// file created here and not uploaded yet only stops being uploaded.
+    public func unlink(parent: UInt64, name: String) async throws(FSError) {
+        let path = try existingEntryPath(parent: parent, name: name, "unlink")
+        let inode = state.withLock { $0.inodes.inode(forPath: path) }
+        let staged = inode.flatMap { i in state.withLock { $0.staged[i] } }
+        if let inode, state.withLock({ $0.inodes[inode]?.kind }) == .directory { throw FSError(EISDIR, "unlink of directory \(path)") }
+        var generation: Int64?
+        if let staged {
+            let base = staged.state.withLock { s -> ObjectInfo? in
+                s.unlinked = true
+                return s.base
+            }
+            guard let base else {
+                forgetName(path)
+                return
+            }
+            generation = base.generation
+        } else if case .file(let info)? = state.withLock({ $0.stats.lookup(path, now: clock.now) }) {
+            generation = info.generation
+        }
+        do {
+            try await store.delete(objectName(path), ifGenerationMatch: generation)
+        } catch {
+            state.withLock { $0.stats.invalidate(path) }
+            staged?.state.withLock { $0.unlinked = false }
+            throw failure(error, "delete", path)
+        }
+        forgetName(path)
+    }
+
+    /// Deletes the `dir/` placeholder; ENOTEMPTY while anything is below.
+    public func rmdir(parent: UInt64, name: String) async throws(FSError) {
+        let path = try existingEntryPath(parent: parent, name: name, "rmdir")
+        if let inode = state.withLock({ $0.inodes.inode(forPath: path) }), state.withLock({ $0.inodes[inode]?.kind }) != .directory {
+            throw FSError(ENOTDIR, "rmdir of file \(path)")
+        }
+        if try await hasChildren(path) { throw FSError(ENOTEMPTY, "\(objectName(path))/ is not empty") }
+        do {
+            try await store.delete(objectName(path) + "/", ifGenerationMatch: nil)
+        } catch .notFound {
+            // An implicit directory with nothing below is already gone.
+        } catch {
+            throw failure(error, "rmdir", path)
+        }
+        forgetName(path)
+    }
+
+    public func symlink(target: String, parent: UInt64, name: String) async throws(FSError) -> EntryReply {
+        let path = try newEntryPath(parent: parent, name: name, "symlink")
+        let metadata = [AttributeMapper.symlinkKey: target, AttributeMapper.mtimeKey: String(Int64(Date().timeIntervalSince1970))]
+        do {
+            let info = try await store.put(objectName(path), from: nil, options: PutOptions(customMetadata: metadata, ifGenerationMatch: 0))
+            return noteCreated(path, .file(info))
+        } catch .preconditionFailed {
+            throw FSError(EEXIST, "\(objectName(path)) already exists")
+        } catch {
+            throw failure(error, "symlink", path)
+        }
+    }
+
+    public func readlink(_ inode: UInt64) async throws(FSError) -> String {
+        let link = try record(inode)
+        guard link.kind == .symlink else { throw FSError(EINVAL, "\(link.path) is not a symbolic link") }
+        guard let target = try await currentInfo(link.path).symlinkTarget else {
+            throw FSError(EINVAL, "\(link.path) is no longer a symbolic link")
+        }
+        return target
+    }
+
+    // MARK: - Helpers
+
+    func existingEntryPath(parent: UInt64, name: String, _ operation: String) throws(FSError) -> String {
+        try refuseIfReadOnly("\(operation) of \(name)")
+        let parentRecord = try record(parent)
+        guard parentRecord.kind == .directory else { throw FSError(ENOTDIR, "\(operation) in file \(parentRecord.path)") }
+        guard PathRules.isValidEntryName(name) else { throw FSError(ENOENT, "no object can be named \(name)") }
+        return PathRules.join(parentRecord.path, name)
+    }
+
+    /// Whether anything (object, placeholder, or a file created here and
+    /// not uploaded yet) is below directory `path`.
+    func hasChildren(_ path: String) async throws(FSError) -> Bool {
+        let below = path + "/"
+        let local = state.withLock { s in
+            s.staged.contains { inode, staged in
+                guard let p = s.inodes[inode]?.path else { return false }
+                return p.hasPrefix(below) && staged.state.withLock { !$0.unlinked }
+            }
+        }
+        if local { return true }
+        do {
+            let page = try await store.list(prefix: objectName(path) + "/", pageToken: nil, maxResults: 2)
+            return !page.items.isEmpty || !page.prefixes.isEmpty || !page.placeholderPrefixes.isEmpty
+        } catch {
+            throw failure(error, "list", below)
+        }
+    }
+
+    /// `path` is gone: cached as absent, its inode unbound, its directory's
+    /// listing dropped.
+    func forgetName(_ path: String) {
+        let now = clock.now
+        state.withLock { s in
+            s.inodes.unbind(path)
+            s.stats.invalidate(tree: path)
+            s.stats.insert(path, .absent, now: now)
+            amendListing(path, .removed(path), &s)
+            s.listings[PathRules.listingPrefix(objectPrefix, path)] = nil
+        }
+    }
+}

@@ -1,0 +1,208 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// rename: a server-side copy, then a delete of the source.
+///
+/// A file: its open handles are uploaded first if dirty; the copy carries
+/// content type and custom metadata; both steps have preconditions (the
+/// source's generation; the destination's, or 0 with RENAME_NOREPLACE), so
+/// a file changed meanwhile by someone else is neither lost nor clobbered.
+///
+/// A directory: every object below it, copied (at most `renameWidth` at a
+/// time) before any is deleted, so an interruption leaves every object in
+/// at least one place. It is not atomic: other clients may see both trees
+/// for a while.
+extension FileSystem {
+    static let renameWidth = 8
+
+    public func rename(parent: UInt64, name: String, newParent: UInt64, newName: String, flags: RenameFlags) async throws(FSError) {
+        let source = try existingEntryPath(parent: parent, name: name, "rename")
+        let target = try newEntryPath(parent: newParent, name: newName, "rename")
+        guard !flags.contains(.exchange) else { throw FSError(EINVAL, "RENAME_EXCHANGE cannot be done on an object store") }
+        guard source != target else { return }
+        guard !target.hasPrefix(source + "/") else { throw FSError(EINVAL, "cannot move \(source) into itself") }
+
+        let sourceNode = try await node(source)
+        guard let sourceKind = sourceNode.kind else { throw FSError(ENOENT, "\(objectName(source)) does not exist") }
+        let targetNode = try await node(target)
+        if flags.contains(.noReplace), targetNode.kind != nil { throw FSError(EEXIST, "\(objectName(target)) exists") }
+
+        switch (sourceKind, targetNode) {
+        case (.directory, .file):
+            throw FSError(ENOTDIR, "cannot replace file \(target) with a directory")
+        case (.file, .directory), (.symlink, .directory):
+            throw FSError(EISDIR, "cannot replace directory \(target) with a file")
+        case (.directory, .directory):
+            if try await hasChildren(target) { throw FSError(ENOTEMPTY, "\(objectName(target))/ is not empty") }
+        default:
+            break
+        }
+        if sourceKind == .directory {
+            try await renameDirectory(source, to: target, replacing: targetNode)
+        } else {
+            var expected: Int64? = flags.contains(.noReplace) ? 0 : nil
+            if case .file(let info) = targetNode { expected = info.generation } else if targetNode == .absent { expected = 0 }
+            try await renameFile(source, to: target, ifTargetGeneration: expected)
+        }
+    }
+
+    /// What `path` is: the fresh cache entry, a staged new file, or a probe.
+    private func node(_ path: String) async throws(FSError) -> StatCache.Node {
+        let now = clock.now
+        if let known = state.withLock({ s -> StatCache.Node? in
+            if let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode] {
+                return .file(staged.view(objectName: objectName(path)))
+            }
+            return s.stats.lookup(path, now: now)
+        }) {
+            return known
+        }
+        return try await probe(path)
+    }
+
+    private func renameFile(_ source: String, to target: String, ifTargetGeneration: Int64?) async throws(FSError) {
+        let inode = state.withLock { $0.inodes.inode(forPath: source) }
+        let staged = inode.flatMap { i in state.withLock { $0.staged[i] } }
+        if let staged, let inode {
+            // The copy must carry the written bytes, and later uploads go
+            // to the new name, so the whole content has to be local.
+            try await upload(staged, inode: inode, reason: "rename")
+            try await staged.fetchAll()
+        }
+        let info = try await currentInfo(source)
+        let copied: ObjectInfo
+        do {
+            copied = try await store.copy(
+                objectName(source), to: objectName(target), ifSourceGenerationMatch: info.generation, ifGenerationMatch: ifTargetGeneration)
+        } catch .preconditionFailed(let message) {
+            state.withLock { s in
+                s.stats.invalidate(source)
+                s.stats.invalidate(target)
+            }
+            throw FSError(ESTALE, "rename of \(objectName(source)): changed meanwhile (\(message))")
+        } catch {
+            throw failure(error, "copy", source)
+        }
+        do {
+            try await store.delete(objectName(source), ifGenerationMatch: info.generation)
+        } catch .notFound {
+            // Someone else deleted it meanwhile: the rename still happened.
+        } catch {
+            // The copy exists: report, leaving both names in the bucket.
+            throw failure(error, "delete after copy", source)
+        }
+        staged?.renamed(to: copied)
+        let now = clock.now
+        state.withLock { s in
+            s.inodes.rename(from: source, to: target)
+            s.stats.insert(source, .absent, now: now)
+            s.stats.insert(target, .file(copied), now: now)
+            amendListing(source, .removed(source), &s)
+            amendListing(target, .file(copied), &s)
+        }
+    }
+
+    private func renameDirectory(_ source: String, to target: String, replacing targetNode: StatCache.Node) async throws(FSError) {
+        // Files being written below go first, so their bytes move too.
+        let below = source + "/"
+        let pending = state.withLock { s in
+            s.staged.compactMap { inode, staged in (s.inodes[inode]?.path.hasPrefix(below) ?? false) ? (inode, staged) : nil }
+        }
+        for (inode, staged) in pending {
+            try await upload(staged, inode: inode, reason: "rename of \(source)")
+            try await staged.fetchAll()
+        }
+        let objects = try await objectsBelow(source)
+        let sourceName = objectName(source), targetName = objectName(target)
+        let copies = try await forEach(objects, "copy") { (object: ObjectInfo) async throws(StoreError) -> (ObjectInfo, ObjectInfo) in
+            let destination = targetName + object.name.dropFirst(sourceName.count)
+            let copied = try await self.store.copy(object.name, to: destination, ifSourceGenerationMatch: object.generation, ifGenerationMatch: nil)
+            return (object, copied)
+        }
+        _ = try await forEach(objects, "delete") { (object: ObjectInfo) async throws(StoreError) in
+            do throws(StoreError) {
+                try await self.store.delete(object.name, ifGenerationMatch: object.generation)
+            } catch {
+                if case .notFound = error { return }
+                throw error
+            }
+        }
+        if case .directory(let placeholder?) = targetNode, !objects.contains(where: { $0.name == sourceName + "/" }) {
+            // An empty directory was replaced; its placeholder goes too.
+            _ = try? await store.delete(placeholder.name, ifGenerationMatch: placeholder.generation)
+        }
+        let renamed = Dictionary(uniqueKeysWithValues: copies.map { ($0.0.name, $0.1) })
+        for (inode, staged) in pending {
+            if let path = state.withLock({ $0.inodes[inode]?.path }), let copied = renamed[objectName(path)] {
+                staged.renamed(to: copied)
+            }
+        }
+        state.withLock { s in
+            s.inodes.rename(from: source, to: target)
+            s.stats.invalidate(tree: source)
+            s.stats.invalidate(tree: target)
+            s.listings.removeAll()
+        }
+    }
+
+    /// Every object whose name starts with `path/`, the placeholder
+    /// `path/` itself included, by walking the delimiter listings.
+    private func objectsBelow(_ path: String) async throws(FSError) -> [ObjectInfo] {
+        var found: [ObjectInfo] = []
+        if case .success(let own) = await statResult(objectName(path) + "/") { found.append(own) }
+        var queue = [objectName(path) + "/"]
+        while let prefix = queue.popLast() {
+            var token: String?
+            repeat {
+                let page: ListPage
+                do {
+                    page = try await store.list(prefix: prefix, pageToken: token, maxResults: Self.listPageSize)
+                } catch {
+                    throw failure(error, "list", prefix)
+                }
+                found += page.items
+                queue += page.prefixes
+                for placeholder in page.placeholderPrefixes {
+                    if case .success(let info) = await statResult(placeholder) { found.append(info) }
+                    if !page.prefixes.contains(placeholder) { queue.append(placeholder) }
+                }
+                token = page.nextPageToken
+            } while token != nil
+        }
+        return found
+    }
+
+    /// Runs `body` on every element, `renameWidth` at a time; the first
+    /// failure is thrown once all started work has ended.
+    private func forEach<T: Sendable>(
+        _ objects: [ObjectInfo], _ what: String, _ body: @escaping @Sendable (ObjectInfo) async throws(StoreError) -> T
+    ) async throws(FSError) -> [T] {
+        let results = await withTaskGroup(of: Result<T, StoreError>.self) { group in
+            var results: [Result<T, StoreError>] = []
+            var iterator = objects.makeIterator()
+            func next() -> Bool {
+                guard let object = iterator.next() else { return false }
+                group.addTask {
+                    do throws(StoreError) { return .success(try await body(object)) } catch { return .failure(error) }
+                }
+                return true
+            }
+            for _ in 0..<Self.renameWidth where !next() { break }
+            while let result = await group.next() {
+                results.append(result)
+                _ = next()
+            }
+            return results
+        }
+        var values: [T] = []
+        for result in results {
+            switch result {
+            case .success(let value): values.append(value)
+            case .failure(let error): throw FSError(error.errno == ENOENT ? EIO : error.errno, "directory rename, \(what): \(error)")
+            }
+        }
+        return values
+    }
+}

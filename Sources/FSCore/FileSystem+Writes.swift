@@ -1,0 +1,268 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// create, mknod, write, flush, fsync and the upload they lead to.
+///
+/// Only flush (every close), fsync and release upload, and only a dirty
+/// file: `put` of the whole staged file with the generation it replaces as
+/// `ifGenerationMatch` (0 for a new file), its content type and custom
+/// metadata kept, `goog-reserved-file-mtime` set to the local mtime. If the
+/// precondition fails, ESTALE and nothing is overwritten; any other failure
+/// is EIO. Either way the bytes are copied to the recovery folder first.
+extension FileSystem {
+    func refuseIfReadOnly(_ what: @autoclosure () -> String) throws(FSError) {
+        if options.readOnly { throw FSError(EROFS, "read-only mount: \(what())") }
+    }
+
+    public func create(parent: UInt64, name: String, mode: UInt32, flags: Int32) async throws(FSError) -> (EntryReply, OpenReply) {
+        let path = try newEntryPath(parent: parent, name: name, "create")
+        guard mode & UInt32(S_IFMT) == 0 || mode & UInt32(S_IFMT) == UInt32(S_IFREG) else {
+            throw FSError(EPERM, "only regular files can be created: \(path)")
+        }
+        let staged = try makeStagedFile(path: path, base: nil, truncated: false)
+        staged.markCreated(mode: mode & 0o7777, defaultMode: options.fileMode)
+        let (inode, entry) = state.withLock { s -> (UInt64, EntryReply) in
+            let inode = s.inodes.lookup(path, kind: .file)
+            s.stats.invalidate(path)
+            s.staged[inode] = s.staged[inode] ?? staged
+            return (inode, entryReply(stagedAttributes(s.staged[inode]!, path: path, inode: inode)))
+        }
+        do {
+            let open = try await self.open(inode, flags: flags & ~O_TRUNC)
+            if state.withLock({ $0.staged[inode] }) !== staged { discard(staged) }
+            return (entry, open)
+        } catch {
+            forget(inode, lookups: 1)
+            throw error
+        }
+    }
+
+    /// A regular file, uploaded at once as an empty object (there is no
+    /// handle whose close would upload it). Devices, FIFOs, sockets: EPERM,
+    /// as on filesystems that cannot store them.
+    public func mknod(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply {
+        let path = try newEntryPath(parent: parent, name: name, "mknod")
+        guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) || mode & UInt32(S_IFMT) == 0 else {
+            throw FSError(EPERM, "only regular files can be stored in a bucket: \(path)")
+        }
+        var metadata: [String: String] = [AttributeMapper.mtimeKey: String(Int64(Date().timeIntervalSince1970))]
+        if mode & 0o7777 != options.fileMode { metadata[AttributeMapper.modeKey] = String(mode & 0o7777, radix: 8) }
+        let info: ObjectInfo
+        do {
+            info = try await store.put(objectName(path), from: nil, options: PutOptions(customMetadata: metadata, ifGenerationMatch: 0))
+        } catch {
+            throw failure(error, "mknod", path)
+        }
+        return noteCreated(path, .file(info))
+    }
+
+    public func write(_ inode: UInt64, handle: UInt64, offset: Int64, data: Data) async throws(FSError) -> Int {
+        guard let (file, staged) = state.withLock({ s in s.files[handle].map { ($0, s.staged[$0.inode]) } }) else {
+            throw FSError(EBADF, "no file handle \(handle)")
+        }
+        guard file.writable, let staged else { throw FSError(EBADF, "handle \(handle) is not open for writing") }
+        guard offset >= 0 else { throw FSError(EINVAL, "write at \(offset)") }
+        guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(EFBIG, "write past 5 TiB") }
+        try await staged.write(data, at: offset, now: Timestamp(Date()))
+        advanceStream(staged, inode: inode)
+        return data.count
+    }
+
+    /// Cloud Storage's object size limit.
+    static let maximumFileSize: Int64 = 5 << 40
+
+    public func flush(_ inode: UInt64, handle: UInt64) async throws(FSError) {
+        guard let (file, staged) = state.withLock({ s in s.files[handle].map { ($0, s.staged[$0.inode]) } }) else { return }
+        // A reader's close does not upload another handle's writes.
+        guard file.writable, let staged else { return }
+        // An empty file nothing was written to since it was created or
+        // truncated waits for its last close (release): a shell's `> f`
+        // closes a duplicate of the descriptor before it writes, and
+        // uploading the empty file then would cost a second upload of
+        // every redirected file. No bytes can be lost by waiting.
+        if staged.state.withLock({ $0.size == 0 && $0.sequentialEnd == 0 }) { return }
+        try await upload(staged, inode: inode, reason: "flush")
+    }
+
+    public func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError) {
+        guard let staged = state.withLock({ s in s.files[handle].flatMap { s.staged[$0.inode] } }) else { return }
+        try await upload(staged, inode: inode, reason: "fsync")
+    }
+
+    public func flushAll() async -> Int {
+        let all = state.withLock { Array($0.staged) }
+        var failed = 0
+        for (inode, staged) in all where staged.isDirty {
+            do {
+                try await upload(staged, inode: inode, reason: "unmount")
+            } catch {
+                failed += 1
+            }
+        }
+        return failed
+    }
+
+    // MARK: - Upload
+
+    /// Uploads `staged` if it is dirty. Uploads of one file never overlap:
+    /// a flush that finds one in flight waits for it, then uploads again
+    /// only if writes came after its snapshot.
+    func upload(_ staged: StagedFile, inode: UInt64, reason: String) async throws(FSError) {
+        while true {
+            let (task, mine) = staged.state.withLock { s -> (Task<Result<Void, FSError>, Never>?, Bool) in
+                if let running = s.upload { return (running, false) }
+                guard s.dirty, !s.unlinked else { return (nil, false) }
+                let task = Task { await self.performUpload(staged, inode: inode, reason: reason) }
+                s.upload = task
+                return (task, true)
+            }
+            guard let task else { return }
+            let result = await task.value
+            // Someone else's upload failing fails ours too (same bytes); if
+            // it succeeded, look again: writes may have come after it.
+            if case .failure(let error) = result { throw error }
+            if mine { return }
+        }
+    }
+
+    private func performUpload(_ staged: StagedFile, inode: UInt64, reason: String) async -> Result<Void, FSError> {
+        defer { staged.state.withLock { $0.upload = nil } }
+        let snapshot = staged.state.withLock { $0 }
+        guard let path = state.withLock({ $0.inodes[inode]?.path }) else {
+            return .failure(FSError(EIO, "inode \(inode) unknown at \(reason)"))
+        }
+        let name = objectName(path)
+        let options = PutOptions(
+            contentType: snapshot.base?.contentType, customMetadata: Self.uploadMetadata(snapshot),
+            ifGenerationMatch: snapshot.base?.generation ?? 0)
+        do throws(FSError) {
+            try await staged.fetchAll()
+        } catch {
+            // The base could not be read (gone: ESTALE; network: EIO); the
+            // bytes written so far are still worth keeping.
+            let cause: StoreError = error.errno == ESTALE ? .preconditionFailed(error.message) : .other(error.message)
+            return .failure(uploadFailed(staged, name: name, version: snapshot.version, options: options, cause, reason))
+        }
+        let info: ObjectInfo
+        if let streamed = await finishStream(staged, snapshot, name: name, metadata: options.customMetadata) {
+            info = streamed
+        } else {
+            do {
+                info = try await store.put(name, from: staged.file.path, options: options)
+            } catch {
+                return .failure(uploadFailed(staged, name: name, version: snapshot.version, options: options, error, reason))
+            }
+        }
+        staged.uploaded(version: snapshot.version, info: info, sentMetadata: snapshot.pendingMetadata)
+        recovery?.remove(objectName: name)
+        noteUploaded(path, info)
+        logger.debug("uploaded", metadata: ["object": "\(name)", "size": "\(info.size)", "generation": "\(info.generation)", "on": "\(reason)"])
+        return .success(())
+    }
+
+    /// The custom metadata an upload sends: the replaced object's, with the
+    /// pending changes, and the local mtime.
+    static func uploadMetadata(_ s: StagedFile.State) -> [String: String] {
+        var metadata = s.base?.customMetadata ?? [:]
+        for (key, value) in s.pendingMetadata { metadata[key] = value }
+        metadata[AttributeMapper.mtimeKey] = String(s.modificationTime.seconds)
+        return metadata
+    }
+
+    /// Keeps the bytes in the recovery folder and says where; ESTALE when
+    /// someone else changed the object, EIO for everything else.
+    private func uploadFailed(
+        _ staged: StagedFile, name: String, version: UInt64, options: PutOptions, _ error: StoreError, _ reason: String
+    ) -> FSError {
+        staged.state.withLock { $0.failedVersion = version }
+        let saved = recovery?.save(staged.file.path, objectName: name, options: options, reason: "\(error)")
+        let errno = { if case .preconditionFailed = error { return ESTALE } else { return EIO } }()
+        logger.error("upload failed; the written bytes are kept in the recovery folder", metadata: [
+            "object": "\(name)", "on": "\(reason)", "cause": "\(error)", "errno": "\(errno)",
+            "recovery": "\(saved ?? "none (no cache directory)")",
+        ])
+        return FSError(errno, "upload of \(name) on \(reason): \(error)")
+    }
+
+    // MARK: - Helpers
+
+    /// The path for a new entry `name` in directory `parent`, checked.
+    func newEntryPath(parent: UInt64, name: String, _ operation: String) throws(FSError) -> String {
+        try refuseIfReadOnly("\(operation) of \(name)")
+        let parentRecord = try record(parent)
+        guard parentRecord.kind == .directory else { throw FSError(ENOTDIR, "\(operation) in file \(parentRecord.path)") }
+        guard PathRules.isValidEntryName(name) else { throw FSError(EINVAL, "no object can be named \(name)") }
+        let path = PathRules.join(parentRecord.path, name)
+        guard objectName(path).utf8.count + 1 < PathRules.maximumObjectNameLength else {
+            throw FSError(ENAMETOOLONG, objectName(path))
+        }
+        return path
+    }
+
+    func makeStagedFile(path: String, base: ObjectInfo?, truncated: Bool) throws(FSError) -> StagedFile {
+        let id = state.withLock { s -> UInt64 in
+            s.nextStagedID += 1
+            return s.nextStagedID
+        }
+        let local = try LocalFile.create("\(stagingDirectory)/\(id)")
+        let keepsBase = base.map { !truncated && $0.size > 0 } ?? false
+        do {
+            if keepsBase, let base { try local.truncate(to: base.size) }
+        } catch {
+            local.close()
+            Glibc.unlink(local.path)
+            throw error
+        }
+        return StagedFile(
+            file: local, base: base, baseReader: keepsBase ? base.map { makeReader(path, $0) } : nil,
+            blockSize: readAhead.blockSize, now: Timestamp(Date()), logger: logger)
+    }
+
+    func discard(_ staged: StagedFile) {
+        let (reader, stream) = staged.state.withLock { s -> (FileReader?, UploadStream?) in
+            defer {
+                s.baseReader = nil
+                s.stream = nil
+            }
+            return (s.baseReader, s.stream)
+        }
+        reader?.close()
+        if let stream { Task { await stream.put.abandon() } }
+        staged.file.close()
+        Glibc.unlink(staged.file.path)
+    }
+
+    /// What `stat` shows for a staged file.
+    func stagedAttributes(_ staged: StagedFile, path: String, inode: UInt64) -> FileAttributes {
+        mapper.file(staged.view(objectName: objectName(path)), inode: inode)
+    }
+
+    /// A new object at `path` (mknod, mkdir, symlink): cached, its
+    /// directory's listing dropped, one lookup counted.
+    func noteCreated(_ path: String, _ node: StatCache.Node) -> EntryReply {
+        let now = clock.now
+        return state.withLock { s in
+            s.stats.insert(path, node, now: now)
+            switch node {
+            case .file(let info): amendListing(path, .file(info), &s)
+            case .directory:
+                amendListing(path, .directory(path), &s)
+                // A new directory is empty: its listing is known.
+                keepListing(PathRules.listingPrefix(objectPrefix, path), CachedListing(prefixes: [], items: [], readAt: now), &s)
+            case .absent: break
+            }
+            let inode = s.inodes.lookup(path, kind: node.kind!)
+            return entryReply(attributes(node, inode: inode)!)
+        }
+    }
+
+    func noteUploaded(_ path: String, _ info: ObjectInfo) {
+        let now = clock.now
+        state.withLock { s in
+            s.stats.insert(path, .file(info), now: now)
+            amendListing(path, .file(info), &s)
+        }
+    }
+}

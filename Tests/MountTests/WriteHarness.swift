@@ -148,15 +148,23 @@ enum LocalTree {
     }
 
     /// Every regular file below `root`, by relative name, with its bytes.
+    /// Walks with readdir + lstat itself: FileManager's enumerator (fts)
+    /// trusts a directory link count of 2 to mean "no subdirectories" and
+    /// then does not descend, and the mount reports 2 for every directory.
     static func read(_ root: String) throws -> [String: Data] {
         var tree: [String: Data] = [:]
-        guard let walker = FileManager.default.enumerator(atPath: root) else { throw HarnessError("cannot walk \(root)") }
-        while let relative = walker.nextObject() as? String {
-            let full = root + "/" + relative
-            var st = stat()
-            guard lstat(full, &st) == 0 else { throw HarnessError("lstat \(full): \(Posix.name(errno))") }
-            if st.st_mode & S_IFMT == S_IFREG {
-                tree[relative] = try Data(contentsOf: URL(fileURLWithPath: full))
+        var pending = [""]
+        while let relative = pending.popLast() {
+            let dir = relative.isEmpty ? root : root + "/" + relative
+            for entry in try FileManager.default.contentsOfDirectory(atPath: dir) {
+                let name = relative.isEmpty ? entry : relative + "/" + entry
+                var st = stat()
+                guard lstat(root + "/" + name, &st) == 0 else { throw HarnessError("lstat \(root)/\(name): \(Posix.name(errno))") }
+                switch st.st_mode & S_IFMT {
+                case S_IFDIR: pending.append(name)
+                case S_IFREG: tree[name] = try Data(contentsOf: URL(fileURLWithPath: root + "/" + name))
+                default: break
+                }
             }
         }
         return tree
@@ -329,9 +337,28 @@ struct PrivateEmulator {
         return String(line.dropFirst("STORAGE_EMULATOR_HOST=".count))
     }
 
+    /// Stops it by signalling its saved PID from this process, not through
+    /// emulator.sh: spawning a child while a test holds a descriptor open on
+    /// a mount makes the child's close of its copy send FUSE a FLUSH, which
+    /// uploads the file early (before the server is gone).
     func stop() async throws {
-        let stopped = try await script("stop")
-        guard stopped.ok else { throw HarnessError("emulator \(name) did not stop: \(stopped.summary)") }
+        let dir = repo + "/.build/servers/" + name
+        guard let text = try? String(contentsOfFile: dir + "/pid", encoding: .utf8),
+            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+            let args = Kernel.arguments(of: pid), args.contains(where: { $0.hasSuffix("emulator_wrapper.py") })
+        else { throw HarnessError("emulator \(name): no running emulator_wrapper.py under \(dir)/pid") }
+        Glibc.kill(pid, SIGTERM)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while Glibc.kill(pid, 0) == 0, Kernel.stat(of: pid).map({ $0.state != "Z" }) ?? false {
+            if ContinuousClock.now >= deadline {
+                Glibc.kill(pid, SIGKILL)
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // What emulator.sh stop removes, so that `start` works again.
+        try? FileManager.default.removeItem(atPath: dir + "/pid")
+        try? FileManager.default.removeItem(atPath: dir + "/port")
     }
 
     /// Blocking, for `defer`: stops it (by its saved PID) and removes its state.

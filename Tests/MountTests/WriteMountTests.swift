@@ -36,7 +36,10 @@ extension MountTests {
                 let md5 = try await ObjectChecks.md5Base64(file: "\(scratch)/\(name)")
                 let resource = try await gcs.resource("\(prefix)/\(name)")
                 #expect(resource?["md5Hash"] as? String == md5, "\(name): md5Hash \(resource?["md5Hash"] ?? "nil"), local \(md5)")
-                try await ObjectChecks.expect(gcs, "\(prefix)/\(name)", holds: data)
+                // Checked as soon as cp returned: close is where an upload
+                // failure can still be reported, so even an empty new file
+                // must exist by then (not only after the asynchronous release).
+                try await ObjectChecks.expect(gcs, "\(prefix)/\(name)", holds: data, "checked right after cp returned")
             }
             let html = try await gcs.resource("\(prefix)/page.html")
             #expect((html?["contentType"] as? String)?.hasPrefix("text/html") == true,
@@ -147,7 +150,7 @@ extension MountTests {
             defer { mount.cleanup() }
             let touchNew = try await Tools.run("/usr/bin/touch", [mount.at("new-empty")])
             #expect(touchNew.ok, "\(touchNew.summary)\nlog:\n\(mount.logTail())")
-            try await ObjectChecks.expect(gcs, "\(prefix)/new-empty", holds: Data(), "touch of a new name")
+            try await ObjectChecks.expect(gcs, "\(prefix)/new-empty", holds: Data(), "touch of a new name, checked right after touch returned")
 
             let touchOld = try await Tools.run("/usr/bin/touch", ["-d", "@1500000000", mount.at("old.dat")])
             #expect(touchOld.ok, "\(touchOld.summary)\nlog:\n\(mount.logTail())")
@@ -157,7 +160,7 @@ extension MountTests {
             try await ObjectChecks.expect(gcs, "\(prefix)/old.dat", holds: content, "touch -d must not change the bytes")
         }
 
-        @Test("read-your-writes: another process sees the bytes before and after close")
+        @Test("read-your-writes: a second descriptor reads the bytes before close; another process after it")
         func readYourWrites() async throws {
             let gcs = try DirectGCS.emulator()
             let prefix = MountEnv.uniquePrefix("ryw")
@@ -165,16 +168,20 @@ extension MountTests {
             defer { mount.cleanup() }
             let data = MountEnv.pattern(1 << 20, seed: 6)
 
+            // Read in this process: a spawned reader's close of its inherited
+            // copy of `fd` would send a FLUSH, and upload before we read.
             let fd = try Posix.open(mount.at("live.bin"), O_WRONLY | O_CREAT | O_TRUNC)
             var closed = false
             defer { if !closed { Glibc.close(fd) } }
             #expect(Posix.writeAll(fd, data) == nil, "write failed\nlog:\n\(mount.logTail())")
-            let before = try await Tools.run("/bin/cat", [mount.at("live.bin")])
-            let beforeSame = before.stdout == data  // outside #expect: no collection diff of megabytes
-            #expect(before.ok && beforeSame, "cat before close: \(before.summary), \(before.stdout.count) bytes")
+            let reader = try Posix.open(mount.at("live.bin"), O_RDONLY)
+            let before = Posix.pread(reader, count: data.count + 10, at: 0)
+            let beforeSame = (try? before.get()) == data  // outside #expect: no collection diff of megabytes
+            #expect(beforeSame, "pread through a second descriptor before close: \(before.map { "\($0.count) bytes" })")
+            Glibc.close(reader)
 
             let outcome = await Posix.within(.seconds(60)) { Glibc.close(fd) }
-            closed = true
+            closed = outcome != nil
             #expect(outcome?.0.rc == 0, "close: \(outcome.map { "\($0.0)" } ?? "hung")\nlog:\n\(mount.logTail())")
             let after = try await Tools.run("/bin/cat", [mount.at("live.bin")])
             let afterSame = after.stdout == data  // outside #expect: no collection diff of megabytes

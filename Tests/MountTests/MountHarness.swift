@@ -429,8 +429,11 @@ final class Mount: @unchecked Sendable {
     private(set) var foregroundProcess: Tools.Running?
     private var cleaned = false
 
-    /// Creates the directories (nothing mounted yet).
-    init(mode: Mode = .background) throws {
+    /// Creates the directories (nothing mounted yet). With `cacheDir` the
+    /// mount uses that existing directory as its cache instead of a fresh one
+    /// under `base`, and `cleanup()` leaves it alone: a later mount can then
+    /// find what an earlier one left there (staged files, recovery folder).
+    init(mode: Mode = .background, cacheDir existingCacheDir: String? = nil) throws {
         var template = Array((FileManager.default.temporaryDirectory.path + "/bucketfs-mt-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw HarnessError("mkdtemp: \(String(cString: strerror(errno)))")
@@ -443,11 +446,13 @@ final class Mount: @unchecked Sendable {
             base = dir
         }
         path = base + "/mnt"
-        cacheDir = base + "/cache"
+        cacheDir = existingCacheDir ?? base + "/cache"
         logFile = base + "/bucketfs.log"
         self.mode = mode
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
-        try FileManager.default.createDirectory(atPath: cacheDir, withIntermediateDirectories: false)
+        if existingCacheDir == nil {
+            try FileManager.default.createDirectory(atPath: cacheDir, withIntermediateDirectories: false)
+        }
         try Self.register(path)
     }
 
@@ -468,9 +473,9 @@ final class Mount: @unchecked Sendable {
     /// throws with the CLI's output and log.
     static func start(
         endpoint: String, bucket: String = MountEnv.bucket, prefix: String, options: [String] = [],
-        mode: Mode = .background
+        mode: Mode = .background, cacheDir: String? = nil
     ) async throws -> Mount {
-        let mount = try Mount(mode: mode)
+        let mount = try Mount(mode: mode, cacheDir: cacheDir)
         do {
             try await mount.mount(endpoint: endpoint, bucket: bucket, prefix: prefix, options: options)
         } catch {
@@ -627,10 +632,12 @@ struct DirectGCS: Sendable {
 
     func objectURL(_ name: String) -> String { "\(base)/storage/v1/b/\(bucket)/o/\(Self.encode(name))" }
 
-    /// Multipart upload with optional custom metadata.
-    func put(_ name: String, _ data: Data, metadata: [String: String] = [:]) async throws {
+    /// Multipart upload with optional custom metadata and content type.
+    func put(
+        _ name: String, _ data: Data, metadata: [String: String] = [:], contentType: String = "application/octet-stream"
+    ) async throws {
         let boundary = "mtboundary\(UUID().uuidString.prefix(8))"
-        var resource: [String: Any] = ["name": name, "contentType": "application/octet-stream"]
+        var resource: [String: Any] = ["name": name, "contentType": contentType]
         if !metadata.isEmpty { resource["metadata"] = metadata }
         var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
         body += try JSONSerialization.data(withJSONObject: resource)
@@ -675,6 +682,36 @@ struct DirectGCS: Sendable {
         if response.status == 404 { return nil }
         guard response.status == 200 else { throw HarnessError("GET \(name) answered \(response.status)") }
         return try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
+    }
+
+    /// The object's bytes (`?alt=media`); throws on 404.
+    func download(_ name: String) async throws -> Data {
+        let response = try await Self.transport.send(HTTPRequest(
+            method: .get, url: objectURL(name) + "?alt=media", isIdempotent: true))
+        guard response.status == 200 else {
+            throw HarnessError("GET \(name)?alt=media answered \(response.status): \(String(decoding: response.body.prefix(300), as: UTF8.self))")
+        }
+        return response.body
+    }
+
+    /// Names of every object whose name starts with `prefix` (no delimiter,
+    /// so placeholders `dir/` and everything below are included), all pages.
+    func list(prefix: String) async throws -> [String] {
+        var names: [String] = []
+        var pageToken: String?
+        repeat {
+            var url = "\(base)/storage/v1/b/\(bucket)/o?prefix=\(Self.encode(prefix))&maxResults=1000"
+            if let pageToken { url += "&pageToken=\(Self.encode(pageToken))" }
+            let response = try await Self.transport.send(HTTPRequest(method: .get, url: url, isIdempotent: true))
+            guard response.status == 200,
+                let page = try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
+            else { throw HarnessError("list of \(prefix) answered \(response.status)") }
+            for item in page["items"] as? [[String: Any]] ?? [] {
+                if let name = item["name"] as? String { names.append(name) }
+            }
+            pageToken = page["nextPageToken"] as? String
+        } while pageToken != nil
+        return names.sorted()
     }
 
     /// fake_gcs.py only: registers a fault.

@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension MountTests {
+    /// Writes that cannot reach the bucket as planned: the endpoint goes away
+    /// (EIO, bytes kept in the recovery folder, uploaded later by
+    /// --retry-pending), or someone else replaced the object (ESTALE, their
+    /// object intact). Issue 4.
+    @Suite struct WriteFailures {
+        /// Where a failed upload's bytes are kept:
+        /// `<cache-dir>/recovery/<bucket>/<object name>`, with a JSON sidecar
+        /// `<that path>.bucketfs-pending.json` beside it.
+        static func recoveryPath(cacheDir: String, bucket: String, object: String) -> String {
+            "\(cacheDir)/recovery/\(bucket)/\(object)"
+        }
+
+        @Test("endpoint gone at close: EIO, bytes in the recovery folder, uploaded intact by --retry-pending", .timeLimit(.minutes(3)))
+        func endpointGoneAtClose() async throws {
+            let emulator = try PrivateEmulator(label: "gone")
+            defer { emulator.remove() }
+            let endpoint = try await emulator.start()
+            let prefix = MountEnv.uniquePrefix("gone")
+            let object = "\(prefix)/pending.bin"
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            let cacheDir = scratch + "/cache"
+            try FileManager.default.createDirectory(atPath: cacheDir, withIntermediateDirectories: true)
+            let data = MountEnv.pattern(3 << 20, seed: 700)
+            // The last bytes are written after the server is gone: any process
+            // forked meanwhile (by another suite) closes its copy of the
+            // descriptor, which FLUSHes and may upload early; this tail makes
+            // the file dirty again, so the close must still upload.
+            let tailStart = data.count - (64 << 10)
+
+            let mount = try await Mount.start(
+                endpoint: endpoint, prefix: prefix, options: ["--retry-attempts", "2", "--retry-max-time", "3"], cacheDir: cacheDir)
+            defer { mount.cleanup() }
+            let fd = try Posix.open(mount.at("pending.bin"), O_WRONLY | O_CREAT | O_TRUNC)
+            var closed = false
+            defer { if !closed { Glibc.close(fd) } }
+            #expect(Posix.writeAll(fd, data.prefix(tailStart)) == nil, "write: \(Posix.name(errno))\nlog:\n\(mount.logTail())")
+
+            try await emulator.stop()
+            #expect(Posix.writeAll(fd, data.suffix(from: tailStart)) == nil, "write after the server stopped: \(Posix.name(errno))")
+            let outcome = await Posix.within(.seconds(30)) { Glibc.close(fd) }
+            closed = outcome != nil
+            let (result, elapsed) = try #require(outcome, "close hung for 30 s with the endpoint gone\nlog:\n\(mount.logTail())")
+            #expect(result.rc == -1 && result.code == EIO, "close with the endpoint gone: \(result), expected EIO\nlog:\n\(mount.logTail())")
+            print("close with the endpoint gone returned \(result) after \(elapsed)")
+
+            let recovery = Self.recoveryPath(cacheDir: cacheDir, bucket: MountEnv.bucket, object: object)
+            let kept = FileManager.default.contents(atPath: recovery)
+            let keptIntact = kept == data  // outside #expect: no collection diff of megabytes
+            #expect(keptIntact, "recovery file \(recovery): \(kept.map { "\($0.count) bytes that differ" } ?? "missing")")
+            #expect(FileManager.default.fileExists(atPath: recovery + ".bucketfs-pending.json"), "no sidecar beside \(recovery)")
+            let log = (try? String(contentsOfFile: mount.logFile, encoding: .utf8)) ?? ""
+            #expect(log.contains(recovery), "the mount's log should say where the bytes are (\(recovery))\nlog:\n\(mount.logTail())")
+            mount.cleanup()
+
+            // The emulator comes back empty (it is in memory) but with the bucket.
+            let endpointAgain = try await emulator.start()
+            let gcsAgain = DirectGCS(base: endpointAgain, bucket: MountEnv.bucket)
+            #expect(try await gcsAgain.resource(object) == nil, "a fresh emulator should not hold \(object) yet")
+            let retry = try await Mount.start(endpoint: endpointAgain, prefix: prefix, options: ["--retry-pending"], cacheDir: cacheDir)
+            defer { retry.cleanup() }
+            let uploaded = try await gcsAgain.waitForObject(object, timeout: .seconds(30))
+            #expect(uploaded != nil, "--retry-pending did not upload \(object) within 30 s\nlog:\n\(retry.logTail())")
+            if uploaded != nil { try await ObjectChecks.expect(gcsAgain, object, holds: data, "after --retry-pending") }
+            #expect(!FileManager.default.fileExists(atPath: recovery), "the recovery file should be gone once uploaded")
+            #expect(!FileManager.default.fileExists(atPath: recovery + ".bucketfs-pending.json"), "the sidecar should be gone once uploaded")
+        }
+
+        /// Seeds `shared.txt` on the fake server (which honours preconditions)
+        /// and mounts its prefix.
+        static func conflictSetup(_ label: String) async throws -> (DirectGCS, String, Mount) {
+            let gcs = try DirectGCS.fake(bucket: "mounttests")
+            let prefix = MountEnv.uniquePrefix(label)
+            try await gcs.put("\(prefix)/shared.txt", Data("original\n".utf8))
+            let mount = try await Mount.start(endpoint: try MountEnv.fake(), bucket: gcs.bucket, prefix: prefix)
+            return (gcs, prefix, mount)
+        }
+
+        @Test("the object replaced behind an open writer: close fails with ESTALE and the other writer's object stays")
+        func conflictAtClose() async throws {
+            let (gcs, prefix, mount) = try await Self.conflictSetup("conflict")
+            defer { mount.cleanup() }
+            let fd = try Posix.open(mount.at("shared.txt"), O_WRONLY)
+            var closed = false
+            defer { if !closed { Glibc.close(fd) } }
+            #expect(Posix.writeAll(fd, MountEnv.pattern(64 << 10, seed: 800)) == nil, "write\nlog:\n\(mount.logTail())")
+
+            let theirs = Data("the other writer's version\n".utf8)
+            try await gcs.put("\(prefix)/shared.txt", theirs)
+            // Dirty again right before close, in case a process forked by
+            // another suite FLUSHed our descriptor (closing its copy) and
+            // uploaded the first bytes before their put.
+            #expect(Posix.writeAll(fd, Data("more\n".utf8)) == nil)
+            let outcome = await Posix.within(.seconds(60)) { Glibc.close(fd) }
+            closed = outcome != nil
+            let (result, _) = try #require(outcome, "close hung\nlog:\n\(mount.logTail())")
+            #expect(result.rc == -1 && result.code == ESTALE, "close after the object changed: \(result), expected ESTALE\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(gcs, "\(prefix)/shared.txt", holds: theirs, "the other writer's object must be intact")
+        }
+
+        @Test("the object replaced between two fsyncs: the second fsync fails with ESTALE, the other object stays")
+        func conflictAtFsync() async throws {
+            let (gcs, prefix, mount) = try await Self.conflictSetup("conflictfsync")
+            defer { mount.cleanup() }
+            let fd = try Posix.open(mount.at("shared.txt"), O_RDWR)
+            var closed = false
+            defer { if !closed { Glibc.close(fd) } }
+            let mine = Data("mine, first\n".utf8)
+            #expect(Posix.pwriteAll(fd, mine, at: 0) == nil)
+            let first = await Posix.within(.seconds(60)) { fsync(fd) }
+            #expect(first?.0.rc == 0, "first fsync: \(first.map { "\($0.0)" } ?? "hung")\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(gcs, "\(prefix)/shared.txt", holds: mine, "after the first fsync")
+
+            let theirs = Data("theirs\n".utf8)
+            try await gcs.put("\(prefix)/shared.txt", theirs)
+            #expect(Posix.pwriteAll(fd, Data("mine, second\n".utf8), at: 0) == nil)
+            let second = await Posix.within(.seconds(60)) { fsync(fd) }
+            let (result, _) = try #require(second, "second fsync hung\nlog:\n\(mount.logTail())")
+            #expect(result.rc == -1 && result.code == ESTALE, "fsync after the object changed: \(result), expected ESTALE\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(gcs, "\(prefix)/shared.txt", holds: theirs, "the other writer's object must be intact")
+            let close = await Posix.within(.seconds(60)) { Glibc.close(fd) }
+            closed = close != nil
+            try await ObjectChecks.expect(gcs, "\(prefix)/shared.txt", holds: theirs, "close after the conflict must not overwrite it either")
+        }
+    }
+}

@@ -77,12 +77,10 @@ extension FileSystem {
         guard let (file, staged) = state.withLock({ s in s.files[handle].map { ($0, s.staged[$0.inode]) } }) else { return }
         // A reader's close does not upload another handle's writes.
         guard file.writable, let staged else { return }
-        // An empty file nothing was written to since it was created or
-        // truncated waits for its last close (release): a shell's `> f`
-        // closes a duplicate of the descriptor before it writes, and
-        // uploading the empty file then would cost a second upload of
-        // every redirected file. No bytes can be lost by waiting.
-        if staged.state.withLock({ $0.size == 0 && $0.sequentialEnd == 0 }) { return }
+        // Even an empty new file is uploaded here, though a shell's `> f`
+        // closes a duplicate of the descriptor before it writes (so such a
+        // file is uploaded twice): close is the last moment a failure can
+        // be reported, and `touch f` must have made `f` when it returns.
         try await upload(staged, inode: inode, reason: "flush")
     }
 

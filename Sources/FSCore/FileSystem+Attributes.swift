@@ -8,10 +8,11 @@ import Glibc
 /// Mode, owner and times live in the object's custom metadata under the
 /// keys `gcloud storage` uses (`AttributeMapper`), so `cp -p` and `rsync -a`
 /// survive a remount and other tools read them. On a clean file a change
-/// is one metadata patch (with `ifMetagenerationMatch`), never a re-upload;
-/// on a file with unsaved writes it rides along with the coming upload. A
-/// directory keeps them on its `dir/` placeholder, created if it was
-/// implicit.
+/// is one metadata patch (`changeMetadata`, shared with setxattr: with
+/// `ifMetagenerationMatch`, retried once on a lost race), never a
+/// re-upload; on a file with unsaved writes it rides along with the coming
+/// upload. A directory keeps them on its `dir/` placeholder, created if it
+/// was implicit.
 extension FileSystem {
     public func setattr(_ inode: UInt64, handle: UInt64?, changes: AttributeChanges) async throws(FSError) -> AttributesReply {
         let target = try record(inode)
@@ -25,16 +26,15 @@ extension FileSystem {
         }
         if changes.changesMetadata {
             let keys = Self.metadataKeys(changes)
-            if target.kind == .directory {
-                try await patchDirectory(target.path, keys)
-            } else if let staged = state.withLock({ $0.staged[inode] }), staged.rideAlong({ s in
+            if target.kind != .directory, let staged = state.withLock({ $0.staged[inode] }), staged.rideAlong({ s in
                 for (key, value) in keys where key != AttributeMapper.mtimeKey { s.pendingMetadata[key] = value }
                 if let mtime = changes.modificationTime { s.modificationTime = Self.timestamp(mtime) }
             }) {
                 // Goes with the coming upload.
             } else {
-                let info = try await patchObject(target.path, keys)
-                state.withLock { $0.staged[inode] }?.rebase(info)
+                var patch = MetadataPatch()
+                patch.customMetadata = keys
+                _ = try await changeMetadata(of: inode, record: target, patch)
             }
         }
         return try await getattr(inode)
@@ -74,51 +74,4 @@ extension FileSystem {
 
     /// Whole seconds, as `gcloud storage` writes them.
     static func secondsText(_ t: Timestamp) -> String { String(t.seconds) }
-
-    /// One patch of custom metadata keys; a lost race (someone changed the
-    /// metadata meanwhile) is retried once on fresh metadata, since these
-    /// keys are ours to set whatever else changed.
-    func patchObject(_ path: String, _ keys: [String: String]) async throws(FSError) -> ObjectInfo {
-        var patch = MetadataPatch()
-        patch.customMetadata = keys
-        for attempt in 0..<2 {
-            let info = try await currentInfo(path)
-            do {
-                let patched = try await store.patch(objectName(path), patch, ifMetagenerationMatch: info.metageneration)
-                state.withLock { $0.stats.insert(path, .file(patched), now: clock.now) }
-                return patched
-            } catch .preconditionFailed where attempt == 0 {
-                state.withLock { $0.stats.invalidate(path) }
-            } catch {
-                throw failure(error, "patch", path)
-            }
-        }
-        throw FSError(ESTALE, "metadata of \(objectName(path)) kept changing")
-    }
-
-    /// Patches the directory's placeholder, or creates one carrying `keys`.
-    func patchDirectory(_ path: String, _ keys: [String: String]) async throws(FSError) {
-        let name = objectName(path) + "/"
-        var info: ObjectInfo
-        switch await statResult(name) {
-        case .success(let placeholder):
-            var patch = MetadataPatch()
-            patch.customMetadata = keys
-            do {
-                info = try await store.patch(name, patch, ifMetagenerationMatch: placeholder.metageneration)
-            } catch {
-                throw failure(error, "patch", path + "/")
-            }
-        case .failure(.notFound):
-            do {
-                info = try await store.put(name, from: nil, options: PutOptions(customMetadata: keys, ifGenerationMatch: 0))
-            } catch {
-                throw failure(error, "create placeholder", path + "/")
-            }
-        case .failure(let error):
-            throw failure(error, "stat", path + "/")
-        }
-        let now = clock.now
-        state.withLock { $0.stats.insert(path, .directory(placeholder: info), now: now) }
-    }
 }

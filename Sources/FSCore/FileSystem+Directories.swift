@@ -190,17 +190,22 @@ extension FileSystem {
     /// one is kept. Call with the state lock held.
     func amendListing(_ path: String, _ change: ListingChange, _ s: inout State) {
         let listed = PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path))
-        guard var listing = s.listings[listed] else { return }
+        guard let readAt = s.listings[listed]?.readAt else { return }
         let object = objectName(path)
-        var items = listing.items.filter { $0.name != object }
-        var prefixes = listing.prefixes.filter { $0 != object + "/" }
+        // Take the arrays out of the dictionary first, so they are changed
+        // in place (one search, no copy per change: `rm -rf` of a large
+        // directory would otherwise be quadratic).
+        var items = s.listings[listed]!.items
+        var prefixes = s.listings[listed]!.prefixes
+        s.listings[listed] = nil
+        if let index = items.firstIndex(where: { $0.name == object }) { items.remove(at: index) }
+        if let index = prefixes.firstIndex(of: object + "/") { prefixes.remove(at: index) }
         switch change {
         case .file(let info): items.append(info)
         case .directory: prefixes.append(object + "/")
         case .removed: break
         }
-        listing = CachedListing(prefixes: prefixes, items: items, readAt: listing.readAt)
-        s.listings[listed] = listing
+        s.listings[listed] = CachedListing(prefixes: prefixes, items: items, readAt: readAt)
     }
 
     /// Whether a cached listing of `path`'s directory, younger than the

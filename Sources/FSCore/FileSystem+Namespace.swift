@@ -68,7 +68,7 @@ extension FileSystem {
         } catch {
             throw failure(error, "rmdir", path)
         }
-        forgetName(path)
+        forgetName(path, directory: true)
     }
 
     public func symlink(target: String, parent: UInt64, name: String) async throws(FSError) -> EntryReply {
@@ -122,13 +122,14 @@ extension FileSystem {
         }
     }
 
-    /// `path` is gone: cached as absent, its inode unbound, its directory's
-    /// listing dropped.
-    func forgetName(_ path: String) {
+    /// `path` is gone: cached as absent, its inode unbound, its entry taken
+    /// out of its directory's cached listing (and, for a directory, what
+    /// was cached below it dropped).
+    func forgetName(_ path: String, directory: Bool = false) {
         let now = clock.now
         state.withLock { s in
             s.inodes.unbind(path)
-            s.stats.invalidate(tree: path)
+            if directory { s.stats.invalidate(tree: path) }
             s.stats.insert(path, .absent, now: now)
             amendListing(path, .removed(path), &s)
             s.listings[PathRules.listingPrefix(objectPrefix, path)] = nil

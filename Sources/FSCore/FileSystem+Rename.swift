@@ -102,6 +102,7 @@ extension FileSystem {
             amendListing(source, .removed(source), &s)
             amendListing(target, .file(copied), &s)
         }
+        if let staged, let inode, staged.state.withLock({ $0.journaled }) { writeJournal(staged, inode: inode) }
     }
 
     private func renameDirectory(_ source: String, to target: String, replacing targetNode: StatCache.Node) async throws(FSError) {
@@ -145,6 +146,7 @@ extension FileSystem {
             s.stats.invalidate(tree: target)
             s.listings.removeAll()
         }
+        for (inode, staged) in pending where staged.state.withLock({ $0.journaled }) { writeJournal(staged, inode: inode) }
     }
 
     /// Every object whose name starts with `path/`, the placeholder

@@ -66,6 +66,11 @@ extension FileSystem {
         guard offset >= 0 else { throw FSError(EINVAL, "write at \(offset)") }
         guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(EFBIG, "write past 5 TiB") }
         try await staged.write(data, at: offset, now: Timestamp(Date()))
+        let firstWrite = staged.state.withLock { s -> Bool in
+            defer { s.journaled = true }
+            return !s.journaled
+        }
+        if firstWrite { writeJournal(staged, inode: inode) }
         advanceStream(staged, inode: inode)
         return data.count
     }
@@ -152,6 +157,13 @@ extension FileSystem {
             }
         }
         staged.uploaded(version: snapshot.version, info: info, sentMetadata: snapshot.pendingMetadata)
+        // Clean now: nothing left for a journal to rescue. Removed under
+        // the lock, so a write racing this re-creates it after, not before.
+        staged.state.withLock { s in
+            guard s.journaled, !s.dirty else { return }
+            s.journaled = false
+            Glibc.unlink(staged.journalPath)
+        }
         recovery?.remove(objectName: name)
         noteUploaded(path, info)
         logger.debug("uploaded", metadata: ["object": "\(name)", "size": "\(info.size)", "generation": "\(info.generation)", "on": "\(reason)"])
@@ -225,6 +237,23 @@ extension FileSystem {
             blockSize: readAhead.blockSize, now: Timestamp(Date()), logger: logger)
     }
 
+    /// Records where the staged bytes of `inode` are going, beside them,
+    /// so that if this process dies before uploading them the next mount
+    /// moves them into the recovery folder (`RecoveryFolder.adoptLeftovers`).
+    func writeJournal(_ staged: StagedFile, inode: UInt64) {
+        guard let path = state.withLock({ $0.inodes[inode]?.path }) else { return }
+        let options = Self.uploadOptions(staged.state.withLock { $0 })
+        let entry = RecoveryFolder.Entry(
+            bucket: self.options.bucket, object: objectName(path), ifGenerationMatch: options.ifGenerationMatch,
+            contentType: options.contentType, metadata: options.customMetadata, size: staged.size, savedAt: Date(),
+            reason: "written through a mount that ended before uploading it")
+        do {
+            try RecoveryFolder.write(entry, to: staged.journalPath)
+        } catch {
+            logger.warning("cannot write the journal of a staged file", metadata: ["path": "\(staged.journalPath)", "cause": "\(error)"])
+        }
+    }
+
     func discard(_ staged: StagedFile) {
         let (reader, stream) = staged.state.withLock { s -> (FileReader?, UploadStream?) in
             defer {
@@ -237,6 +266,7 @@ extension FileSystem {
         if let stream { Task { await stream.put.abandon() } }
         staged.file.close()
         Glibc.unlink(staged.file.path)
+        Glibc.unlink(staged.journalPath)
     }
 
     /// What `stat` shows for a staged file.

@@ -100,7 +100,7 @@ public final class FileSystem: FileSystemOperations {
             }
         }
         self.blockCache = blockCache
-        let staging = options.cacheDirectory.map { $0 + "/staging" }
+        let staging = options.cacheDirectory.map { RecoveryFolder.stagingDirectory(cacheDirectory: $0) }
             ?? FileManager.default.temporaryDirectory.path + "/bucketfs-staging-\(getpid())-\(UUID().uuidString.prefix(8))"
         self.stagingDirectory = staging
         self.recovery = options.cacheDirectory.map { RecoveryFolder(cacheDirectory: $0, bucket: options.bucket, logger: logger) }

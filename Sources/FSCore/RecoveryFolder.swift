@@ -13,6 +13,8 @@ import Glibc
 /// --retry-pending` uploads every entry (see `retryAll`).
 public struct RecoveryFolder: Sendable {
     public static let sidecarSuffix = ".bucketfs-pending.json"
+    /// Beside a staged file: where its bytes are going (see `adoptLeftovers`).
+    static let journalSuffix = ".json"
 
     public let root: String
     let bucket: String
@@ -23,6 +25,9 @@ public struct RecoveryFolder: Sendable {
         self.bucket = bucket
         self.logger = logger
     }
+
+    /// Where a mount with this cache directory stages files being written.
+    public static func stagingDirectory(cacheDirectory: String) -> String { cacheDirectory + "/staging" }
 
     var bucketDirectory: String { root + "/" + (bucket.isEmpty ? "_" : bucket) }
 
@@ -56,27 +61,42 @@ public struct RecoveryFolder: Sendable {
     /// Copies `localPath` (a staged file) for `objectName`; returns where,
     /// or nil if even that failed (logged: then the bytes are only in the
     /// staged file, which stays until release).
-    func save(_ localPath: String, objectName: String, options: PutOptions, reason: String) -> String? {
+    func save(_ localPath: String, objectName: String, options: PutOptions, reason: String, move: Bool = false) -> String? {
         let target = path(for: objectName)
         let fm = FileManager.default
         do {
             try fm.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            // A newer failed upload of the same object supersedes an older one.
             try? fm.removeItem(atPath: target)
-            try fm.copyItem(atPath: localPath, toPath: target)
+            if move {
+                try fm.moveItem(atPath: localPath, toPath: target)
+            } else {
+                try fm.copyItem(atPath: localPath, toPath: target)
+            }
             let size = (try? fm.attributesOfItem(atPath: target)[.size] as? NSNumber)?.int64Value ?? 0
             let entry = Entry(
                 bucket: bucket, object: objectName, ifGenerationMatch: options.ifGenerationMatch, contentType: options.contentType,
                 metadata: options.customMetadata, size: size, savedAt: Date(), reason: reason)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            encoder.dateEncodingStrategy = .iso8601
-            try encoder.encode(entry).write(to: URL(fileURLWithPath: target + Self.sidecarSuffix), options: .atomic)
+            try Self.write(entry, to: target + Self.sidecarSuffix)
             return target
         } catch {
             logger.critical("cannot keep unsaved bytes in the recovery folder", metadata: [
                 "object": "\(objectName)", "target": "\(target)", "cause": "\(error)"])
             return nil
         }
+    }
+
+    static func write(_ entry: Entry, to path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        try encoder.encode(entry).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    static func read(_ path: String) -> Entry? {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return FileManager.default.contents(atPath: path).flatMap { try? decoder.decode(Entry.self, from: $0) }
     }
 
     /// Drops the recovery copy of `objectName` (its upload has succeeded).
@@ -90,16 +110,12 @@ public struct RecoveryFolder: Sendable {
     /// Every pending entry, with the path of its bytes.
     public func pending() -> [(path: String, entry: Entry)] {
         guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
         var found: [(String, Entry)] = []
         while let relative = walker.nextObject() as? String {
             guard relative.hasSuffix(Self.sidecarSuffix) else { continue }
             let sidecar = root + "/" + relative
             let bytes = String(sidecar.dropLast(Self.sidecarSuffix.count))
-            guard let data = FileManager.default.contents(atPath: sidecar),
-                let entry = try? decoder.decode(Entry.self, from: data),
-                FileManager.default.fileExists(atPath: bytes)
+            guard let entry = Self.read(sidecar), FileManager.default.fileExists(atPath: bytes)
             else {
                 logger.warning("unreadable recovery entry left alone", metadata: ["sidecar": "\(sidecar)"])
                 continue
@@ -132,31 +148,39 @@ public struct RecoveryFolder: Sendable {
     }
 
     /// Staged files a previous process left behind (it crashed or was
-    /// killed with unsaved writes): their object names are unknown, so
-    /// they are moved to `recovery/unattributed/` for a person to look at,
-    /// never deleted. Creates the staging directory.
-    static func adoptLeftovers(staging: String, recovery: RecoveryFolder?, logger: Logger) {
+    /// killed before it could upload them). A staged file gets a journal
+    /// (`ID.json`, a recovery entry) at its first write, so those are moved
+    /// into the recovery folder under their object's name, reported and
+    /// retried like any failed upload; one without a journal holds no
+    /// written bytes (a copy of an object, or empty) and is deleted. With
+    /// no recovery folder they stay in `staging-leftovers/`. Creates the
+    /// staging directory.
+    public static func adoptLeftovers(staging: String, recovery: RecoveryFolder?, logger: Logger) {
         let fm = FileManager.default
-        let leftovers = (try? fm.contentsOfDirectory(atPath: staging)) ?? []
-        if !leftovers.isEmpty {
-            let target = (recovery?.root ?? staging + "-leftovers") + "/unattributed"
-            let stamp = Int(Date().timeIntervalSince1970)
-            for name in leftovers {
-                let source = staging + "/" + name
-                if let size = (try? fm.attributesOfItem(atPath: source)[.size]) as? NSNumber, size.int64Value == 0 {
-                    // No bytes to lose.
-                    try? fm.removeItem(atPath: source)
-                    continue
-                }
-                let destination = "\(target)/\(stamp)-\(name)"
-                do {
-                    try fm.createDirectory(atPath: target, withIntermediateDirectories: true)
-                    try fm.moveItem(atPath: source, toPath: destination)
-                    logger.warning("a previous mount left unsaved bytes; kept for you", metadata: ["path": "\(destination)"])
-                } catch {
-                    logger.error("cannot move a leftover staged file", metadata: ["path": "\(staging)/\(name)", "cause": "\(error)"])
-                }
+        let names = Set((try? fm.contentsOfDirectory(atPath: staging)) ?? [])
+        for name in names where !name.hasSuffix(journalSuffix) {
+            let bytes = staging + "/" + name
+            let journal = bytes + journalSuffix
+            guard names.contains(name + journalSuffix), let entry = read(journal) else {
+                try? fm.removeItem(atPath: bytes)
+                continue
             }
+            let options = PutOptions(contentType: entry.contentType, customMetadata: entry.metadata, ifGenerationMatch: entry.ifGenerationMatch)
+            let reason = "written through a mount that ended before uploading it"
+            if let saved = recovery?.save(bytes, objectName: entry.object, options: options, reason: reason, move: true) {
+                try? fm.removeItem(atPath: journal)
+                logger.warning("a previous mount left unsaved writes; kept in the recovery folder", metadata: [
+                    "object": "\(entry.object)", "path": "\(saved)"])
+            } else {
+                let kept = staging + "-leftovers"
+                try? fm.createDirectory(atPath: kept, withIntermediateDirectories: true)
+                try? fm.moveItem(atPath: bytes, toPath: kept + "/" + name)
+                try? fm.moveItem(atPath: journal, toPath: kept + "/" + name + journalSuffix)
+                logger.error("a previous mount left unsaved writes", metadata: ["object": "\(entry.object)", "path": "\(kept)/\(name)"])
+            }
+        }
+        for name in names where name.hasSuffix(journalSuffix) && !names.contains(String(name.dropLast(journalSuffix.count))) {
+            try? fm.removeItem(atPath: staging + "/" + name)
         }
         do {
             try fm.createDirectory(atPath: staging, withIntermediateDirectories: true)

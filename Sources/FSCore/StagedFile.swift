@@ -51,6 +51,9 @@ final class StagedFile: Sendable {
         /// The last handle is gone and the local copy deleted: a change that
         /// finds this must go to the object instead.
         var retired = false
+        /// A journal beside the local file says where its bytes go (written
+        /// at the first write after each upload; see `adoptLeftovers`).
+        var journaled = false
         /// Bytes [0, sequentialEnd) were written in order from an empty
         /// file, and nothing else: such a file can stream its upload.
         var sequentialEnd: Int64?
@@ -77,6 +80,7 @@ final class StagedFile: Sendable {
     }
 
     var size: Int64 { state.withLock { $0.size } }
+    var journalPath: String { file.path + RecoveryFolder.journalSuffix }
     var isDirty: Bool { state.withLock { $0.dirty } }
 
     /// A file made by create: it must reach the bucket even if nothing

@@ -74,9 +74,12 @@ struct MountCommand: AsyncParsableCommand {
         var options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket)
         options.streamChunkSize = configuration.uploadChunkSize
         let store = StorageKitObjectStore(storage: storage)
-        await PendingUploads.handle(
-            RecoveryFolder(cacheDirectory: options.cacheDirectory!, bucket: target.bucket, logger: logger),
-            store: store, retry: filesystem.retryPending, logger: logger)
+        let recovery = RecoveryFolder(cacheDirectory: options.cacheDirectory!, bucket: target.bucket, logger: logger)
+        // Unsaved writes a killed mount left in staging/ join the recovery
+        // folder first, so they are reported and retried with the rest.
+        RecoveryFolder.adoptLeftovers(
+            staging: RecoveryFolder.stagingDirectory(cacheDirectory: options.cacheDirectory!), recovery: recovery, logger: logger)
+        await PendingUploads.handle(recovery, store: store, retry: filesystem.retryPending, logger: logger)
         let fs = FileSystem(store: store, options: options, logger: Logger(label: "bucketfs.fs"))
         try await MountRunner(
             filesystem: fs, mountpoint: mountpoint,

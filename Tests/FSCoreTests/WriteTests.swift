@@ -185,6 +185,33 @@ private let MiB = 1 << 20
         #expect(recovery.pending().isEmpty)
     }
 
+    @Test func writesOfAProcessThatDiedReachTheRecoveryFolderAtTheNextMount() async throws {
+        let cache = temporaryDirectory("writes")
+        defer { removeDirectory(cache) }
+        let options = MountOptions(uid: 1000, gid: 1000, cacheDirectory: cache, bucket: "b")
+        let store = InMemoryObjectStore()
+        store.seed("kept.txt", Data("old".utf8), customMetadata: ["k": "v"])
+        let crashed = try Harness(options: options, store: store)
+        let (entry, open) = try await crashed.fs.create(parent: InodeTable.root, name: "unsaved.bin", mode: 0o644, flags: O_WRONLY)
+        let content = bytes(100_000, seed: 11)
+        _ = try await crashed.fs.write(entry.attributes.inode, handle: open.handle, offset: 0, data: content)
+        // An object opened for writing but never written holds nothing to rescue.
+        let kept = try await crashed.lookup("kept.txt").attributes.inode
+        let keptOpen = try await crashed.fs.open(kept, flags: O_RDWR)
+        #expect(try await crashed.fs.read(kept, handle: keptOpen.handle, offset: 0, size: 10) == Data("old".utf8))
+        // No flush, no release: the process "dies" here. The next mount:
+        _ = try Harness(options: options, store: store)
+        let recovery = RecoveryFolder(cacheDirectory: cache, bucket: "b", logger: .init(label: "t"))
+        let pending = recovery.pending()
+        #expect(pending.map(\.entry.object) == ["unsaved.bin"])
+        #expect(pending.first.map { FileManager.default.contents(atPath: $0.path) } == content)
+        #expect(pending.first?.entry.ifGenerationMatch == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cache + "/staging").isEmpty)
+        let (uploaded, _) = await recovery.retryAll(store: store)
+        #expect(uploaded.count == 1)
+        #expect(try await crashed.download("unsaved.bin") == content)
+    }
+
     @Test func chmodAndTouchOfACleanFileArePatchesNotUploads() async throws {
         let h = try Harness()
         h.store.seed("f", Data("x".utf8))

@@ -73,6 +73,43 @@ extension MountTests {
             #expect(!FileManager.default.fileExists(atPath: recovery + ".bucketfs-pending.json"), "the sidecar should be gone once uploaded")
         }
 
+        @Test("the mount killed with unsaved writes: the next mount keeps the bytes, --retry-pending uploads them", .timeLimit(.minutes(3)))
+        func killedWithUnsavedWrites() async throws {
+            let gcs = try DirectGCS.emulator()
+            let endpoint = try MountEnv.emulator()
+            let prefix = MountEnv.uniquePrefix("killed")
+            let object = "\(prefix)/unsaved.bin"
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            let cacheDir = scratch + "/cache"
+            try FileManager.default.createDirectory(atPath: cacheDir, withIntermediateDirectories: true)
+            let data = MountEnv.pattern(2 << 20, seed: 710)
+            let tailStart = data.count - 4096
+
+            let mount = try await Mount.start(endpoint: endpoint, prefix: prefix, cacheDir: cacheDir)
+            defer { mount.cleanup() }
+            let fd = try Posix.open(mount.at("unsaved.bin"), O_WRONLY | O_CREAT | O_TRUNC)
+            #expect(Posix.writeAll(fd, data.prefix(tailStart)) == nil, "write: \(Posix.name(errno))")
+            // Written last, right before the kill, so that an early flush
+            // (another suite forking) cannot have made the file clean.
+            #expect(Posix.writeAll(fd, data.suffix(from: tailStart)) == nil, "write: \(Posix.name(errno))")
+            let pid = try #require(mount.pid, "no bucketfs process")
+            Glibc.kill(pid, SIGKILL)
+            _ = await Posix.within(.seconds(10)) { Glibc.close(fd) }
+            mount.cleanup()
+            #expect(try await gcs.resource(object) == nil, "nothing was uploaded before the kill")
+
+            let retry = try await Mount.start(endpoint: endpoint, prefix: prefix, options: ["--retry-pending"], cacheDir: cacheDir)
+            defer { retry.cleanup() }
+            let uploaded = try await gcs.waitForObject(object, timeout: .seconds(30))
+            #expect(uploaded != nil, "--retry-pending did not upload \(object)\nlog:\n\(retry.logTail())")
+            if uploaded != nil { try await ObjectChecks.expect(gcs, object, holds: data, "after the kill and --retry-pending") }
+            let recovery = Self.recoveryPath(cacheDir: cacheDir, bucket: MountEnv.bucket, object: object)
+            #expect(!FileManager.default.fileExists(atPath: recovery), "the recovery file should be gone once uploaded")
+            let log = (try? String(contentsOfFile: retry.logFile, encoding: .utf8)) ?? ""
+            #expect(log.contains("unsaved writes"), "the next mount should say it found unsaved writes\nlog:\n\(retry.logTail())")
+        }
+
         /// Seeds `shared.txt` on the fake server (which honours preconditions)
         /// and mounts its prefix.
         static func conflictSetup(_ label: String) async throws -> (DirectGCS, String, Mount) {

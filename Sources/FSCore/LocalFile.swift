@@ -10,9 +10,10 @@ struct LocalFile: Sendable {
     let path: String
     let descriptor: Int32
 
-    /// Creates `path` (it must not exist), readable and writable by us only.
-    static func create(_ path: String) throws(FSError) -> LocalFile {
-        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    /// Creates `path` (it must not exist, unless not `exclusive`: then it
+    /// is emptied), readable and writable by us only.
+    static func create(_ path: String, exclusive: Bool = true) throws(FSError) -> LocalFile {
+        let fd = open(path, O_RDWR | O_CREAT | (exclusive ? O_EXCL : O_TRUNC) | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw FSError(errno == ENOSPC ? ENOSPC : EIO, "cannot create staged file \(path): \(String(cString: strerror(errno)))") }
         return LocalFile(path: path, descriptor: fd)
     }
@@ -65,5 +66,26 @@ struct LocalFile: Sendable {
 
     func close() {
         _ = Glibc.close(descriptor)
+    }
+
+    /// Replaces the file at `path` with `data`: written beside it and
+    /// renamed over it, so a reader sees the old or the new whole file.
+    /// Not fsynced: this is for small bookkeeping files, where a sync per
+    /// write would cost more than the upload it accompanies.
+    static func replace(_ path: String, with data: Data) throws(FSError) {
+        let temporary = path + ".tmp"
+        let file = try create(temporary, exclusive: false)
+        defer { file.close() }
+        do {
+            try file.write(data, at: 0)
+        } catch {
+            Glibc.unlink(temporary)
+            throw error
+        }
+        guard rename(temporary, path) == 0 else {
+            let failure = errno
+            Glibc.unlink(temporary)
+            throw FSError(EIO, "cannot write \(path): \(String(cString: strerror(failure)))")
+        }
     }
 }

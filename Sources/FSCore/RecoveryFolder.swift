@@ -73,7 +73,8 @@ public struct RecoveryFolder: Sendable {
             } else {
                 try fm.copyItem(atPath: localPath, toPath: target)
             }
-            let size = (try? fm.attributesOfItem(atPath: target)[.size] as? NSNumber)?.int64Value ?? 0
+            var info = stat()
+            let size = stat(target, &info) == 0 ? Int64(info.st_size) : 0
             let entry = Entry(
                 bucket: bucket, object: objectName, ifGenerationMatch: options.ifGenerationMatch, contentType: options.contentType,
                 metadata: options.customMetadata, size: size, savedAt: Date(), reason: reason)
@@ -90,7 +91,7 @@ public struct RecoveryFolder: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.dateEncodingStrategy = .iso8601
-        try encoder.encode(entry).write(to: URL(fileURLWithPath: path), options: .atomic)
+        try LocalFile.replace(path, with: try encoder.encode(entry))
     }
 
     static func read(_ path: String) -> Entry? {
@@ -101,10 +102,10 @@ public struct RecoveryFolder: Sendable {
 
     /// Drops the recovery copy of `objectName` (its upload has succeeded).
     func remove(objectName: String) {
+        // Called after every upload: one unlink that usually finds nothing.
         let target = path(for: objectName)
-        guard FileManager.default.fileExists(atPath: target + Self.sidecarSuffix) else { return }
-        try? FileManager.default.removeItem(atPath: target)
-        try? FileManager.default.removeItem(atPath: target + Self.sidecarSuffix)
+        guard unlink(target + Self.sidecarSuffix) == 0 else { return }
+        unlink(target)
     }
 
     /// Every pending entry, with the path of its bytes.

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Uploads, with the Firebase SDK's signatures: `putData`/`putFile` return
 /// the running task, `putDataAsync`/`putFileAsync` await its end.
@@ -87,17 +90,15 @@ extension StorageReference {
     /// The size of the regular file at `path`; `invalidArgument` for
     /// anything else.
     static func regularFileSize(_ path: String) throws(StorageError) -> Int64 {
-        do {
-            let attributes = try FileManager.default.attributesOfItem(atPath: path)
-            guard (attributes[.type] as? FileAttributeType) == .typeRegular else {
-                throw StorageError.invalidArgument("\(path) is not a regular file")
-            }
-            return (attributes[.size] as? NSNumber)?.int64Value ?? 0
-        } catch let error as StorageError {
-            throw error
-        } catch {
-            throw StorageError.invalidArgument("cannot read \(path): \(error.localizedDescription)")
+        // stat(2) itself: FileManager.attributesOfItem also resolves the
+        // owner's and group's names (reading /etc/passwd and /etc/group),
+        // which cost more than a small upload's round trip.
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw StorageError.invalidArgument("cannot read \(path): \(String(cString: strerror(errno)))")
         }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw StorageError.invalidArgument("\(path) is not a regular file") }
+        return Int64(info.st_size)
     }
 
     /// The name whose extension gives an upload of the file at `path` its

@@ -35,9 +35,25 @@ final class RequestBodyReader {
         if fd >= 0 { close(fd); fd = -1 }
     }
 
-    /// Copies up to `capacity` bytes into `buffer`; returns 0 at the end of
-    /// the body, or nil when a file could not be read (the transfer aborts).
+    /// Copies up to `capacity` bytes into `buffer`, across pieces, so a
+    /// small multipart body goes out in one send instead of one per piece;
+    /// returns 0 at the end of the body, or nil when a file could not be
+    /// read (the transfer aborts).
     func read(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int? {
+        var filled = 0
+        while filled < capacity {
+            // Sound: `filled < capacity`, so `buffer + filled` and the
+            // `capacity - filled` bytes after it are inside curl's buffer.
+            guard let n = readPiece(into: buffer + filled, capacity: capacity - filled) else { return nil }
+            if n == 0 { break }
+            filled += n
+        }
+        return filled
+    }
+
+    /// Up to `capacity` bytes of the current piece (moving on to the next
+    /// ones while the current is exhausted).
+    private func readPiece(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int? {
         while index < pieces.count {
             switch pieces[index] {
             case .bytes(let data):

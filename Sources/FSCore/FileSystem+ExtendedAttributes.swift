@@ -21,12 +21,12 @@ extension FileSystem {
         let attribute = ExtendedAttributeName(name)
         let record = try record(inode)
         guard attribute.isObjectMetadata else { return try ExtendedAttributeRules.value(attribute, of: nil) }
-        return try ExtendedAttributeRules.value(attribute, of: try await attributeCarrier(of: record))
+        return try ExtendedAttributeRules.value(attribute, of: try await attributeCarrier(of: inode, record))
     }
 
     public func listxattr(_ inode: UInt64) async throws(FSError) -> [String] {
         let record = try record(inode)
-        return ExtendedAttributeRules.listedNames(try await attributeCarrier(of: record))
+        return ExtendedAttributeRules.listedNames(try await attributeCarrier(of: inode, record))
     }
 
     public func setxattr(_ inode: UInt64, name: String, value: Data, flags: Int32) async throws(FSError) {
@@ -71,7 +71,7 @@ extension FileSystem {
         of inode: UInt64, record: InodeTable.Record, _ patch: MetadataPatch,
         check: (ObjectInfo?) throws(FSError) -> Void = { _ in }
     ) async throws(FSError) -> ObjectInfo {
-        guard !options.readOnly else { throw FSError(EROFS, "read-only mount") }
+        try refuseIfReadOnly("metadata change of \(record.path)")
         guard let object = carrierName(record) else {
             throw FSError(EOPNOTSUPP, "the bucket root is no object and cannot carry metadata")
         }
@@ -83,7 +83,7 @@ extension FileSystem {
             try ExtendedAttributeRules.checkTotal(patch, on: view.customMetadata)
             if staged.takeAlong(patch) { return staged.view(objectName: object) }
         }
-        var current = try await attributeCarrier(of: record)
+        var current = try await attributeCarrier(of: inode, record)
         for attempt in 1...2 {
             try check(current)
             try ExtendedAttributeRules.checkTotal(patch, on: current?.customMetadata ?? [:])
@@ -111,7 +111,7 @@ extension FileSystem {
                     throw FSError(EAGAIN, "\(object) was changed by someone else twice meanwhile: \(error)")
                 }
                 logger.debug("metadata changed meanwhile; reading it again", metadata: ["object": "\(object)", "cause": "\(error)"])
-                current = try await attributeCarrier(of: record, fresh: true)
+                current = try await attributeCarrier(of: inode, record, fresh: true)
             }
         }
         preconditionFailure("unreachable: the second attempt returns or throws")
@@ -133,12 +133,17 @@ extension FileSystem {
     /// The metadata of `record`'s carrier object: from the stat cache while
     /// it is fresh (unless `fresh`), else one stat, remembered. nil: there
     /// is no such object (an implicit directory, the bucket root).
-    func attributeCarrier(of record: InodeTable.Record, fresh: Bool = false) async throws(FSError) -> ObjectInfo? {
+    func attributeCarrier(of inode: UInt64, _ record: InodeTable.Record, fresh: Bool = false) async throws(FSError) -> ObjectInfo? {
         guard let object = carrierName(record) else { return nil }
+        // A file being written: what it will be once uploaded, as getattr
+        // shows it (it may not be in the bucket yet).
+        if !fresh, let staged = state.withLock({ $0.staged[inode] }), staged.state.withLock({ !$0.retired && !$0.unlinked }) {
+            return staged.view(objectName: object)
+        }
         let now = clock.now
         if !fresh, let node = state.withLock({ $0.stats.lookup(record.path, now: now) }) {
             switch (record.kind, node) {
-            case (.file, .file(let info)): return info
+            case (.file, .file(let info)), (.symlink, .file(let info)): return info
             case (.directory, .directory(let placeholder?)): return placeholder
             case (.directory, .directory(nil)): break  // listings do not say whether a placeholder exists
             default: throw FSError(ENOENT, "\(objectName(record.path)) is gone or no longer a \(record.kind)")

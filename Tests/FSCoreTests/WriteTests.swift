@@ -281,6 +281,33 @@ private let MiB = 1 << 20
         #expect(try await h.fs.readlink(link.attributes.inode) == "../somewhere/else")
     }
 
+    @Test func extendedAttributesOfAFileBeingWrittenRideAlongAndReadBack() async throws {
+        let h = try Harness()
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "new.txt", mode: 0o644, flags: O_WRONLY)
+        let inode = entry.attributes.inode
+        _ = try await h.fs.write(inode, handle: open.handle, offset: 0, data: Data("hello".utf8))
+        try await h.fs.setxattr(inode, name: "user.origin", value: Data("camera".utf8), flags: 0)
+        // Not in the bucket yet, but the mount shows what it will be.
+        #expect(try await h.fs.getxattr(inode, name: "user.origin") == Data("camera".utf8))
+        #expect(try await h.fs.listxattr(inode) == ["user.origin"])
+        #expect(try await h.fs.getxattr(inode, name: "gcs.size") == Data("5".utf8))
+        #expect(h.store.requestCount(.put) == 0 && h.store.requestCount(.patch) == 0)
+        try await h.fs.flush(inode, handle: open.handle)
+        try await h.fs.release(inode, handle: open.handle)
+        #expect(h.store.requestCount(.put) == 1 && h.store.requestCount(.patch) == 0, "one upload carried the attribute")
+        #expect(try await h.store.stat("new.txt").customMetadata["origin"] == "camera")
+    }
+
+    @Test func symbolicLinksCarryExtendedAttributesToo() async throws {
+        let h = try Harness()
+        let link = try await h.fs.symlink(target: "elsewhere", parent: InodeTable.root, name: "l").attributes.inode
+        try await h.fs.setxattr(link, name: "user.k", value: Data("v".utf8), flags: 0)
+        #expect(try await h.fs.getxattr(link, name: "user.k") == Data("v".utf8))
+        #expect(try await h.fs.getxattr(link, name: "gcs.name") == Data("l".utf8))
+        #expect(try await h.store.stat("l").customMetadata["k"] == "v")
+        #expect(try await h.fs.readlink(link) == "elsewhere", "the link target is kept")
+    }
+
     @Test func aReadOnlyMountRefusesEveryChange() async throws {
         let h = try Harness(options: MountOptions(uid: 1000, gid: 1000, readOnly: true))
         h.store.seed("f", Data("x".utf8))

@@ -71,8 +71,15 @@ extension FileSystem {
         if ttl > .zero, let cached = state.withLock({ $0.listings[listed] }), started - cached.readAt < ttl {
             return (cached.prefixes, cached.items)
         }
-        var prefixes: [String] = []
-        var items: [ObjectInfo] = []
+        let whole = try await wholeListing(of: listed, path: path)
+        rememberListing(of: listed, whole.prefixes, whole.items, readAt: started)
+        return (whole.prefixes, whole.items)
+    }
+
+    /// Every page of the listing of `listed` (the directory at mount path
+    /// `path`), as one page.
+    func wholeListing(of listed: String, path: String) async throws(FSError) -> ListPage {
+        var whole = ListPage(prefixes: [], items: [])
         var token: String?
         repeat {
             let page: ListPage
@@ -81,12 +88,12 @@ extension FileSystem {
             } catch {
                 throw failure(error, "list", path + "/")
             }
-            prefixes += page.prefixes
-            items += page.items
+            whole.prefixes += page.prefixes
+            whole.items += page.items
+            whole.placeholderPrefixes.formUnion(page.placeholderPrefixes)
             token = page.nextPageToken
         } while token != nil
-        rememberListing(of: listed, prefixes, items, readAt: started)
-        return (prefixes, items)
+        return whole
     }
 
     /// Keeps a complete listing of `listed` for opendir (within statTTL;

@@ -89,6 +89,11 @@ extension FileSystem {
         return reply
     }
 
+    /// The open file behind `handle`, and its inode's staged file if any.
+    func openFile(_ handle: UInt64) -> (OpenFile, StagedFile?)? {
+        state.withLock { s in s.files[handle].map { ($0, s.staged[$0.inode]) } }
+    }
+
     private func newHandle(_ file: OpenFile, _ s: inout State, keepCache: Bool) -> OpenReply {
         s.inodes.pin(file.inode)
         let handle = s.nextHandle
@@ -101,9 +106,7 @@ extension FileSystem {
     /// generation pinned at open. If that generation is gone (replaced or
     /// deleted), ESTALE: never bytes of another generation.
     public func read(_ inode: UInt64, handle: UInt64, offset: Int64, size: Int) async throws(FSError) -> Data {
-        guard let (file, staged) = state.withLock({ s in s.files[handle].map { ($0, s.staged[$0.inode]) } }) else {
-            throw FSError(EBADF, "no file handle \(handle)")
-        }
+        guard let (file, staged) = openFile(handle) else { throw FSError(EBADF, "no file handle \(handle)") }
         guard offset >= 0, size >= 0 else { throw FSError(EINVAL, "read of \(size) bytes at \(offset)") }
         if let staged { return try await staged.read(at: offset, count: size) }
         guard let reader = file.reader else { throw FSError(EBADF, "handle \(handle) has nothing to read") }

@@ -6,13 +6,7 @@ import Glibc
 /// Names to inodes: lookup, getattr and the kernel's lookup counting.
 extension FileSystem {
     public func lookup(parent: UInt64, name: String) async throws(FSError) -> EntryReply {
-        let parentRecord = try record(parent)
-        guard parentRecord.kind == .directory else { throw FSError(ENOTDIR, "lookup in file \(parentRecord.path)") }
-        guard PathRules.isValidEntryName(name) else { throw FSError(ENOENT, "no object can be named \(name)") }
-        let path = PathRules.join(parentRecord.path, name)
-        guard objectName(path).utf8.count < PathRules.maximumObjectNameLength else {
-            throw FSError(ENAMETOOLONG, objectName(path))
-        }
+        let path = try childPath(parent: parent, name: name, "lookup")
         let now = clock.now
         if let cached = try state.withLock({ s throws(FSError) -> EntryReply? in
             if let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode], !staged.state.withLock({ $0.unlinked }) {

@@ -10,7 +10,7 @@ extension FileSystem {
     /// the mount's default.
     public func mkdir(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply {
         let path = try newEntryPath(parent: parent, name: name, "mkdir")
-        var metadata = [AttributeMapper.mtimeKey: String(Int64(Date().timeIntervalSince1970))]
+        var metadata = [AttributeMapper.mtimeKey: Self.secondsText(Timestamp(Date()))]
         if mode & 0o7777 != options.dirMode { metadata[AttributeMapper.modeKey] = String(mode & 0o7777, radix: 8) }
         do {
             let info = try await store.put(objectName(path) + "/", from: nil, options: PutOptions(customMetadata: metadata, ifGenerationMatch: 0))
@@ -27,9 +27,8 @@ extension FileSystem {
     /// file created here and not uploaded yet only stops being uploaded.
     public func unlink(parent: UInt64, name: String) async throws(FSError) {
         let path = try existingEntryPath(parent: parent, name: name, "unlink")
-        let inode = state.withLock { $0.inodes.inode(forPath: path) }
-        let staged = inode.flatMap { i in state.withLock { $0.staged[i] } }
-        if let inode, state.withLock({ $0.inodes[inode]?.kind }) == .directory { throw FSError(EISDIR, "unlink of directory \(path)") }
+        let (kind, staged) = known(path)
+        if kind == .directory { throw FSError(EISDIR, "unlink of directory \(path)") }
         var generation: Int64?
         if let staged {
             let base = staged.state.withLock { s -> ObjectInfo? in
@@ -57,7 +56,7 @@ extension FileSystem {
     /// Deletes the `dir/` placeholder; ENOTEMPTY while anything is below.
     public func rmdir(parent: UInt64, name: String) async throws(FSError) {
         let path = try existingEntryPath(parent: parent, name: name, "rmdir")
-        if let inode = state.withLock({ $0.inodes.inode(forPath: path) }), state.withLock({ $0.inodes[inode]?.kind }) != .directory {
+        if let kind = known(path).kind, kind != .directory {
             throw FSError(ENOTDIR, "rmdir of file \(path)")
         }
         if try await hasChildren(path) { throw FSError(ENOTEMPTY, "\(objectName(path))/ is not empty") }
@@ -73,7 +72,7 @@ extension FileSystem {
 
     public func symlink(target: String, parent: UInt64, name: String) async throws(FSError) -> EntryReply {
         let path = try newEntryPath(parent: parent, name: name, "symlink")
-        let metadata = [AttributeMapper.symlinkKey: target, AttributeMapper.mtimeKey: String(Int64(Date().timeIntervalSince1970))]
+        let metadata = [AttributeMapper.symlinkKey: target, AttributeMapper.mtimeKey: Self.secondsText(Timestamp(Date()))]
         do {
             let info = try await store.put(objectName(path), from: nil, options: PutOptions(customMetadata: metadata, ifGenerationMatch: 0))
             return noteCreated(path, .file(info))
@@ -97,10 +96,15 @@ extension FileSystem {
 
     func existingEntryPath(parent: UInt64, name: String, _ operation: String) throws(FSError) -> String {
         try refuseIfReadOnly("\(operation) of \(name)")
-        let parentRecord = try record(parent)
-        guard parentRecord.kind == .directory else { throw FSError(ENOTDIR, "\(operation) in file \(parentRecord.path)") }
-        guard PathRules.isValidEntryName(name) else { throw FSError(ENOENT, "no object can be named \(name)") }
-        return PathRules.join(parentRecord.path, name)
+        return try childPath(parent: parent, name: name, operation)
+    }
+
+    /// The kind of the inode bound to `path` and its staged file, if known.
+    func known(_ path: String) -> (kind: InodeTable.Kind?, staged: StagedFile?) {
+        state.withLock { s in
+            guard let inode = s.inodes.inode(forPath: path) else { return (nil, nil) }
+            return (s.inodes[inode]?.kind, s.staged[inode])
+        }
     }
 
     /// Whether anything (object, placeholder, or a file created here and

@@ -156,22 +156,13 @@ extension FileSystem {
         if case .success(let own) = await statResult(objectName(path) + "/") { found.append(own) }
         var queue = [objectName(path) + "/"]
         while let prefix = queue.popLast() {
-            var token: String?
-            repeat {
-                let page: ListPage
-                do {
-                    page = try await store.list(prefix: prefix, pageToken: token, maxResults: Self.listPageSize)
-                } catch {
-                    throw failure(error, "list", prefix)
-                }
-                found += page.items
-                queue += page.prefixes
-                for placeholder in page.placeholderPrefixes {
-                    if case .success(let info) = await statResult(placeholder) { found.append(info) }
-                    if !page.prefixes.contains(placeholder) { queue.append(placeholder) }
-                }
-                token = page.nextPageToken
-            } while token != nil
+            let page = try await wholeListing(of: prefix, path: String(prefix.dropFirst(objectPrefix.count).dropLast()))
+            found += page.items
+            queue += page.prefixes
+            for placeholder in page.placeholderPrefixes {
+                if case .success(let info) = await statResult(placeholder) { found.append(info) }
+                if !page.prefixes.contains(placeholder) { queue.append(placeholder) }
+            }
         }
         return found
     }

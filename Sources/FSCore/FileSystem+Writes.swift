@@ -47,7 +47,7 @@ extension FileSystem {
         guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) || mode & UInt32(S_IFMT) == 0 else {
             throw FSError(EPERM, "only regular files can be stored in a bucket: \(path)")
         }
-        var metadata: [String: String] = [AttributeMapper.mtimeKey: String(Int64(Date().timeIntervalSince1970))]
+        var metadata: [String: String] = [AttributeMapper.mtimeKey: Self.secondsText(Timestamp(Date()))]
         if mode & 0o7777 != options.fileMode { metadata[AttributeMapper.modeKey] = String(mode & 0o7777, radix: 8) }
         let info: ObjectInfo
         do {
@@ -59,9 +59,7 @@ extension FileSystem {
     }
 
     public func write(_ inode: UInt64, handle: UInt64, offset: Int64, data: Data) async throws(FSError) -> Int {
-        guard let (file, staged) = state.withLock({ s in s.files[handle].map { ($0, s.staged[$0.inode]) } }) else {
-            throw FSError(EBADF, "no file handle \(handle)")
-        }
+        guard let (file, staged) = openFile(handle) else { throw FSError(EBADF, "no file handle \(handle)") }
         guard file.writable, let staged else { throw FSError(EBADF, "handle \(handle) is not open for writing") }
         guard offset >= 0 else { throw FSError(EINVAL, "write at \(offset)") }
         guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(EFBIG, "write past 5 TiB") }
@@ -79,7 +77,7 @@ extension FileSystem {
     static let maximumFileSize: Int64 = 5 << 40
 
     public func flush(_ inode: UInt64, handle: UInt64) async throws(FSError) {
-        guard let (file, staged) = state.withLock({ s in s.files[handle].map { ($0, s.staged[$0.inode]) } }) else { return }
+        guard let (file, staged) = openFile(handle) else { return }
         // A reader's close does not upload another handle's writes.
         guard file.writable, let staged else { return }
         // Even an empty new file is uploaded here, though a shell's `> f`
@@ -90,7 +88,7 @@ extension FileSystem {
     }
 
     public func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError) {
-        guard let staged = state.withLock({ s in s.files[handle].flatMap { s.staged[$0.inode] } }) else { return }
+        guard let staged = openFile(handle)?.1 else { return }
         try await upload(staged, inode: inode, reason: "fsync")
     }
 
@@ -208,14 +206,8 @@ extension FileSystem {
     /// The path for a new entry `name` in directory `parent`, checked.
     func newEntryPath(parent: UInt64, name: String, _ operation: String) throws(FSError) -> String {
         try refuseIfReadOnly("\(operation) of \(name)")
-        let parentRecord = try record(parent)
-        guard parentRecord.kind == .directory else { throw FSError(ENOTDIR, "\(operation) in file \(parentRecord.path)") }
-        guard PathRules.isValidEntryName(name) else { throw FSError(EINVAL, "no object can be named \(name)") }
-        let path = PathRules.join(parentRecord.path, name)
-        guard objectName(path).utf8.count + 1 < PathRules.maximumObjectNameLength else {
-            throw FSError(ENAMETOOLONG, objectName(path))
-        }
-        return path
+        // One byte kept for the `/` a directory's placeholder adds.
+        return try childPath(parent: parent, name: name, operation, invalidName: EINVAL, reserve: 1)
     }
 
     func makeStagedFile(path: String, base: ObjectInfo?, truncated: Bool) throws(FSError) -> StagedFile {

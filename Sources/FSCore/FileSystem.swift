@@ -129,6 +129,21 @@ public final class FileSystem: FileSystemOperations {
         try state.withLock { s throws(FSError) in try record(inode, s) }
     }
 
+    /// The path of entry `name` in directory `parent`, checked: ENOTDIR
+    /// when the parent is a file, `invalidName` for a name no object can
+    /// have, ENAMETOOLONG when the object name (plus `reserve` bytes) would
+    /// pass the service's limit.
+    func childPath(parent: UInt64, name: String, _ operation: String, invalidName: Int32 = ENOENT, reserve: Int = 0) throws(FSError) -> String {
+        let parentRecord = try record(parent)
+        guard parentRecord.kind == .directory else { throw FSError(ENOTDIR, "\(operation) in file \(parentRecord.path)") }
+        guard PathRules.isValidEntryName(name) else { throw FSError(invalidName, "no object can be named \(name)") }
+        let path = PathRules.join(parentRecord.path, name)
+        guard objectName(path).utf8.count + reserve < PathRules.maximumObjectNameLength else {
+            throw FSError(ENAMETOOLONG, objectName(path))
+        }
+        return path
+    }
+
     func attributes(_ node: StatCache.Node, inode: UInt64) -> FileAttributes? {
         switch node {
         case .file(let info): return mapper.file(info, inode: inode)

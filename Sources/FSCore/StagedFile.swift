@@ -110,20 +110,14 @@ final class StagedFile: Sendable {
     /// An upload of `version` stored `info`: that is the new base, and the
     /// local file holds all of it (`fetchAll` ran first).
     func uploaded(version: UInt64, info: ObjectInfo, sentMetadata: [String: String?]) {
-        let reader = state.withLock { s -> FileReader? in
+        adoptBase(info) { s in
             s.uploadedVersion = max(s.uploadedVersion, version)
             s.failedVersion = nil
             // Appends after an upload cannot continue its session.
             if s.size > 0 { s.sequentialEnd = nil }
-            s.base = info
-            s.baseLimit = 0
-            s.present = []
             for (key, value) in sentMetadata where s.pendingMetadata[key] == value { s.pendingMetadata[key] = nil }
             s.pendingProperties = MetadataPatch()
-            defer { s.baseReader = nil }
-            return s.baseReader
         }
-        reader?.close()
     }
 
     /// Applies a change that is to ride along with the coming upload, if
@@ -170,8 +164,15 @@ final class StagedFile: Sendable {
     /// The object was copied to a new name (rename): the copy is the new
     /// base. The caller made the content local first (`fetchAll`).
     func renamed(to copy: ObjectInfo) {
+        adoptBase(copy) { _ in }
+    }
+
+    /// `info` is the new base, and the local file holds all of its bytes:
+    /// nothing is left to fetch, so the reader of the old base goes.
+    private func adoptBase(_ info: ObjectInfo, _ alsoChange: (inout State) -> Void) {
         let reader = state.withLock { s -> FileReader? in
-            s.base = copy
+            alsoChange(&s)
+            s.base = info
             s.baseLimit = 0
             s.present = []
             defer { s.baseReader = nil }

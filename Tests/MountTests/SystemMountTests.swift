@@ -8,26 +8,45 @@ extension MountTests {
     /// mount(8) and /etc/fstab: `mount -t fuse.bucketfs` runs mount.fuse3,
     /// which runs `bucketfs BUCKET MOUNTPOINT -o opts` from mount's own PATH
     /// (/usr/local/bin, /usr/bin, ...). The test puts a symlink to the built
-    /// binary at /usr/local/bin/bucketfs for its duration (only if nothing
-    /// is there; an existing one is left alone and the test fails, saying why).
+    /// binary at /usr/local/bin/bucketfs for its duration, under a lock
+    /// that serialises it across checkouts of the project on one machine.
     @Suite struct SystemMount {
         static let installed = "/usr/local/bin/bucketfs"
 
+        /// Serialises the test across checkouts of the project on one
+        /// machine: each would link its own build at the same path.
+        static let lockPath = "/run/lock/bucketfs-systemmount-test.lock"
+
         /// Links the built binary into mount's PATH; returns a teardown.
+        /// Holds an exclusive flock for the test's duration; a symlink left
+        /// by a crashed run of another checkout (a link to some
+        /// `.build/.../bucketfs`) is replaced, anything else is left alone.
         static func install() throws -> () -> Void {
             let binary = try MountEnv.binary()
+            let lock = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+            guard lock >= 0 else { throw HarnessError("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
+            guard flock(lock, LOCK_EX) == 0 else {
+                close(lock)
+                throw HarnessError("cannot lock \(lockPath): \(String(cString: strerror(errno)))")
+            }
             var st = stat()
             if lstat(installed, &st) == 0 {
                 let target = try? FileManager.default.destinationOfSymbolicLink(atPath: installed)
-                guard target == binary else {
+                if target == binary { return { close(lock) } }
+                guard let target, target.contains("/.build"), target.hasSuffix("/bucketfs") else {
+                    close(lock)
                     throw HarnessError("\(installed) exists and is not this build's binary; remove it to run this test")
                 }
-                return {}
+                unlink(installed)
             }
             guard symlink(binary, installed) == 0 else {
+                close(lock)
                 throw HarnessError("cannot link \(installed): \(String(cString: strerror(errno)))")
             }
-            return { unlink(installed) }
+            return {
+                unlink(installed)
+                close(lock)
+            }
         }
 
         @Test("mount -t fuse.bucketfs and an /etc/fstab line mount the bucket")

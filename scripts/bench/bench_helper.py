@@ -10,7 +10,8 @@
       a newline (so a shell variable holds it exactly)
   bench_helper.py upload-config BASE BUCKET KIND...
       prints a curl --config that uploads the small objects (one curl process,
-      one kept-alive connection); KIND is dir2000, tree, stat, rmtree:PREFIX
+      one kept-alive connection); KIND is dir2000, tree, treedu (the same
+      shape as tree), stat, rmtree:PREFIX
       (PREFIX/dNN/fNNN.txt, 10 directories of 100 files) or files:PREFIX:COUNT
       (PREFIXf000 ... : the names files-config uploads)
   bench_helper.py delete-config BASE BUCKET KIND...
@@ -47,9 +48,9 @@ RMTREE_SHAPE = (10, 100)  # PREFIX/dNN/fNNN.txt: 1,000 files, 11 directories
 def small_object_names(kind):
     if kind == "dir2000":
         return [f"dir2000/file-{i:04d}.txt" for i in range(DIR2000_COUNT)]
-    if kind == "tree":
+    if kind in ("tree", "treedu"):
         a, b, c = TREE_SHAPE
-        return [f"tree/d{i}/e{j}/f{k}.txt" for i in range(a) for j in range(b) for k in range(c)]
+        return [f"{kind}/d{i}/e{j}/f{k}.txt" for i in range(a) for j in range(b) for k in range(c)]
     if kind == "stat":
         return ["stat/one.txt"]
     if kind.startswith("files:"):

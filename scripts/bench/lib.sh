@@ -1,0 +1,420 @@
+# shellcheck shell=bash
+# The machinery of scripts/bench.sh (sourced by it): rows and cells,
+# timing, mounts of bucketfs and rclone, delay proxies, servers, cleanup.
+# Row groups live in scripts/bench/rows/*.sh and use only what is here.
+#
+# Globals the driver sets before sourcing the rows: REPO WORK OUT_DIR LOG
+# PY HELPER BIN BUCKET, and per round (one round per round-trip time):
+# RTT (ms) and BASE (the emulator's address as the clients see it: direct
+# at 0 ms, through a delay proxy otherwise).
+
+# ---------------------------------------------------------------- rows
+
+ROW_ORDER=()         # row keys in table order
+declare -A LABEL=()  # row key -> label
+declare -A UNIT=()   # row key -> s | rate (how a 20 ms cell is annotated)
+declare -A CELL=()   # "key,column,rtt" -> text
+GROUPS_=()           # group names in order
+
+# bench_group NAME: a group of rows measured together (functions NAME_curl
+# and NAME_fs COLUMN, optional NAME_seed once before the first round and
+# NAME_rtts to limit the round-trip times it runs at)
+bench_group() { GROUPS_+=("$1"); }
+
+# bench_row KEY LABEL [s]: a row; "s" marks a time in seconds whose 20 ms
+# cells also say how many round trips the time is
+bench_row() {
+    ROW_ORDER+=("$1")
+    LABEL[$1]="$2"
+    UNIT[$1]="${3:-}"
+}
+
+say() { printf '==> %s\n' "$*" | tee -a "$LOG" >&2; }
+log() { printf '%s\n' "$*" >>"$LOG"; }
+now() { date +%s.%N; }
+# seconds between two `now` values
+diff_s() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+# MiB/s for BYTES over SECONDS
+rate_mib() { awk -v n="$1" -v s="$2" 'BEGIN { if (s <= 0) exit 1; printf "%.0f", n / 1048576 / s }'; }
+# runs a command with the workload time limit (SIGKILL 5 s after SIGTERM)
+limited() { timeout -k 5 "$WORKLOAD_TIMEOUT" "$@"; }
+
+set_cell() { CELL[$1,$2,$RTT]="$3"; }
+
+# measure ROW COLUMN FUNC ARGS...: runs FUNC (in a background subshell, so
+# that `set -e` applies inside it) and stores the last line it printed in
+# the cell, or "error" if it failed or printed nothing.
+measure() {
+    local row="$1" col="$2" out rc=0 value before
+    shift 2
+    out="$WORK/measure.out"
+    log "--- $row / $col / ${RTT} ms: $*"
+    before="$(request_count)"
+    "$@" >"$out" 2>>"$LOG" &
+    MEASURE_PID=$!
+    wait "$MEASURE_PID" || rc=$?
+    MEASURE_PID=""
+    log "    requests to the emulator: $(request_summary "$before")"
+    value="$(tail -n 1 "$out" 2>/dev/null || true)"
+    if ((rc != 0)) || [[ -z "$value" ]]; then
+        log "    FAILED (exit $rc)"
+        printf '    %-8s %4s ms  %-52s error (exit %s, see %s)\n' "$col" "$RTT" "${LABEL[$row]}" "$rc" "$LOG" >&2
+        set_cell "$row" "$col" error
+        return 0
+    fi
+    log "    = $value"
+    printf '    %-8s %4s ms  %-52s %s\n' "$col" "$RTT" "${LABEL[$row]}" "$value" >&2
+    set_cell "$row" "$col" "$value"
+}
+
+# marks the cells of ROWS... of COLUMN as failed (a mount or seed failed)
+fail_cells() {
+    local col="$1" why="$2" row
+    shift 2
+    for row in "$@"; do
+        set_cell "$row" "$col" error
+        printf '    %-8s %4s ms  %-52s error (%s, see %s)\n' "$col" "$RTT" "${LABEL[$row]}" "$why" "$LOG" >&2
+    done
+}
+
+# ---------------------------------------------------------------- processes
+
+MOUNTS=()      # every mountpoint mounted here
+PIDS=()        # every long-running process started here
+CUR_MP=""      # the current mount
+CUR_COL=""     # its column (bucketfs or rclone)
+CUR_PID=""     # its process
+MEASURE_PID="" # the workload running now
+
+is_mounted() {
+    # mountinfo field 5 is the mountpoint (spaces escaped as \040; ours have none)
+    awk -v mp="$1" '$5 == mp { found = 1 } END { exit !found }' /proc/self/mountinfo
+}
+
+alive() { # PID: running (a zombie child of ours counts as gone)
+    kill -0 "$1" 2>/dev/null || return 1
+    local state
+    state="$(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null || true)"
+    [[ -n "$state" && "$state" != Z ]]
+}
+
+wait_gone() { # PID SECONDS: waits until PID has exited (and reaps it if ours)
+    local pid="$1" i deadline
+    deadline=$(awk -v s="$2" 'BEGIN { print int(s * 20) }')
+    for ((i = 0; i < deadline; i++)); do
+        if ! alive "$pid"; then
+            wait "$pid" 2>/dev/null || true
+            return 0
+        fi
+        sleep 0.05
+    done
+    return 1
+}
+
+stop_pid() { # PID: TERM, then KILL if it does not go
+    local pid="$1"
+    [[ -n "$pid" ]] || return 0
+    alive "$pid" || { wait "$pid" 2>/dev/null || true; return 0; }
+    kill "$pid" 2>/dev/null || true
+    wait_gone "$pid" 5 && return 0
+    kill -9 "$pid" 2>/dev/null || true
+    wait_gone "$pid" 2 || true
+}
+
+kill_tree() { # PID: the process and all its descendants (all started here)
+    local pid="$1" f stat ppid children=()
+    kill -STOP "$pid" 2>/dev/null || true # no new children meanwhile
+    for f in /proc/[0-9]*/stat; do
+        stat="$(cat "$f" 2>/dev/null)" || continue
+        stat="${stat##*) }" # after "pid (comm) ": state ppid ...
+        read -r _ ppid _ <<<"$stat"
+        if [[ "$ppid" == "$pid" ]]; then
+            f="${f#/proc/}"
+            children+=("${f%/stat}")
+        fi
+    done
+    for f in "${children[@]}"; do
+        kill_tree "$f"
+    done
+    kill -9 "$pid" 2>/dev/null || true
+}
+
+# shellcheck disable=SC2317 # invoked by trap
+bench_cleanup() {
+    local rc=$? mp pid
+    trap - EXIT INT TERM
+    if [[ -n "$MEASURE_PID" ]] && alive "$MEASURE_PID"; then
+        kill_tree "$MEASURE_PID"
+    fi
+    for mp in "${MOUNTS[@]}"; do
+        if is_mounted "$mp"; then
+            fusermount3 -uz "$mp" >/dev/null 2>&1 || true
+        fi
+    done
+    for pid in "${PIDS[@]}"; do
+        stop_pid "$pid"
+    done
+    if ((EMU_STARTED)); then
+        bash "$REPO/scripts/emulator.sh" stop --name "$EMU_NAME" || true
+    fi
+    if [[ -n "$WORK" && -d "$WORK" ]]; then
+        # lazily unmounted directories may still be busy for a moment
+        rm -rf "$WORK" 2>/dev/null || { sleep 1; rm -rf "$WORK" 2>/dev/null || true; }
+    fi
+    exit "$rc"
+}
+
+# ---------------------------------------------------------------- servers and proxies
+
+EMU_NAME=bench
+EMU_STARTED=0
+EMU_REQUESTS="$REPO/.build/servers/$EMU_NAME/requests.log"
+
+# the emulator's request log (one line per request, see scripts/emulator.sh)
+request_count() { wc -l <"$EMU_REQUESTS" 2>/dev/null || echo 0; }
+request_summary() { # LINES_BEFORE: the requests since then, by kind
+    tail -n +"$(($1 + 1))" "$EMU_REQUESTS" 2>/dev/null | awk -F'\t' '
+        { kind = $1 " " ($2 ~ /^\/upload\// ? "upload" : ($2 ~ /^\/download\// || $3 ~ /alt=media/ ? "media" : ($2 ~ /\/o$/ ? "list" : "metadata"))); n[kind]++; total++ }
+        END { printf "%d", total; for (k in n) printf ", %s %d", k, n[k] }'
+}
+requests_since() { echo $(($(request_count) - $1)); }
+
+# start_logged NAME CMD...: runs a server that prints "READY <port>" on
+# stdout; sets STARTED_PORT. Call it in this shell, never in $(...): the
+# PID must reach PIDS for the cleanup.
+STARTED_PORT=""
+start_logged() {
+    local name="$1" pid i
+    shift
+    "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" </dev/null &
+    pid=$!
+    PIDS+=("$pid")
+    for ((i = 0; i < 200; i++)); do
+        if grep -q '^READY ' "$WORK/$name.out" 2>/dev/null; then
+            STARTED_PORT="$(awk '/^READY / { print $2; exit }' "$WORK/$name.out")"
+            return 0
+        fi
+        alive "$pid" || break
+        sleep 0.05
+    done
+    echo "bench: $name did not start:" >&2
+    cat "$WORK/$name.err" >&2
+    return 1
+}
+
+declare -A PROXY_PORT=() # "port,rtt" -> proxy port
+
+# endpoint PORT: sets ENDPOINT, the address of the server on PORT as seen at
+# $RTT ms (a delay proxy, started once per port and round-trip time, for
+# RTT > 0). Call it in this shell (it may start a process).
+ENDPOINT=""
+endpoint() {
+    local port="$1" key="$1,$RTT"
+    if [[ "$RTT" == 0 ]]; then
+        ENDPOINT="http://127.0.0.1:$port"
+        return 0
+    fi
+    if [[ -z "${PROXY_PORT[$key]:-}" ]]; then
+        start_logged "proxy-$port-$RTT" "$PY" "$REPO/scripts/bench/delay_proxy.py" \
+            --target "127.0.0.1:$port" --rtt-ms "$RTT" --log "$OUT_DIR/proxy-$port-$RTT.log"
+        PROXY_PORT[$key]="$STARTED_PORT"
+        log "proxy: 127.0.0.1:${PROXY_PORT[$key]} -> $port at $RTT ms"
+    fi
+    ENDPOINT="http://127.0.0.1:${PROXY_PORT[$key]}"
+}
+
+# The scale server (Tests/Servers/fake_gcs.py): real paging, and bulk
+# seeding of a million objects without a request each. Sets SCALE_PORT
+# (call it in this shell).
+SCALE_PORT=""
+scale_server() {
+    if [[ -z "$SCALE_PORT" ]]; then
+        start_logged scale "$PY" "$REPO/Tests/Servers/fake_gcs.py" --port 0
+        SCALE_PORT="$STARTED_PORT"
+        log "scale server: fake_gcs.py on 127.0.0.1:$SCALE_PORT"
+    fi
+}
+
+# ---------------------------------------------------------------- mounts
+
+find_mount_pid() { # MP: the PID of the bucketfs process serving MP
+    local mp="$1" f pid
+    for f in /proc/[0-9]*/cmdline; do
+        pid="${f#/proc/}"
+        pid="${pid%/cmdline}"
+        [[ "$pid" != "$$" ]] || continue
+        if tr '\0' '\n' 2>/dev/null <"$f" | grep -qxF -- "$mp"; then
+            if [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$BIN" ]]; then
+                echo "$pid"
+                return 0
+            fi
+        fi
+    done
+    return 1
+}
+
+# mount_bucketfs NAME [ENDPOINT [CACHE_DIR [OPTIONS...]]]: sets CUR_MP/CUR_PID;
+# a fresh (empty) cache directory unless one is given
+mount_bucketfs() {
+    local name="$1" base="${2:-$BASE}" cache="${3:-}"
+    shift $(($# < 3 ? $# : 3))
+    CUR_MP="$WORK/mnt-bucketfs-$name-$RTT"
+    [[ -n "$cache" ]] || cache="$WORK/cache-bucketfs-$name-$RTT"
+    mkdir -p "$CUR_MP" "$cache"
+    MOUNTS+=("$CUR_MP")
+    log "mount: $BIN mount --endpoint $base --anonymous gs://$BUCKET $CUR_MP --cache-dir $cache $*"
+    if ! limited "$BIN" mount --endpoint "$base" --anonymous "gs://$BUCKET" "$CUR_MP" \
+        --cache-dir "$cache" --log-file "$OUT_DIR/bucketfs-$name-$RTT.log" "$@" >>"$LOG" 2>&1; then
+        log "mount: bucketfs mount failed"
+        CUR_PID="$(find_mount_pid "$CUR_MP" || true)"
+        [[ -z "$CUR_PID" ]] || PIDS+=("$CUR_PID")
+        return 1
+    fi
+    CUR_PID="$(find_mount_pid "$CUR_MP" || true)"
+    [[ -z "$CUR_PID" ]] || PIDS+=("$CUR_PID")
+    is_mounted "$CUR_MP" || { log "mount: $CUR_MP not in mountinfo"; return 1; }
+    [[ -n "$CUR_PID" ]] || log "mount: no bucketfs process found for $CUR_MP"
+}
+
+# rclone's remote for ENDPOINT (a config file per endpoint)
+rclone_conf() {
+    local base="$1" conf
+    conf="$WORK/rclone-${base##*:}.conf"
+    [[ -f "$conf" ]] || cat >"$conf" <<EOF
+[bench]
+type = google cloud storage
+anonymous = true
+endpoint = $base/storage/v1/
+EOF
+    echo "$conf"
+}
+
+# mount_rclone NAME [ENDPOINT [FLAGS...]]: sets CUR_MP/CUR_PID
+mount_rclone() {
+    local name="$1" base="${2:-$BASE}" conf
+    shift $(($# < 2 ? $# : 2))
+    conf="$(rclone_conf "$base")"
+    CUR_MP="$WORK/mnt-rclone-$name-$RTT"
+    local cache="$WORK/cache-rclone-$name-$RTT"
+    mkdir -p "$CUR_MP" "$cache"
+    MOUNTS+=("$CUR_MP")
+    log "mount: rclone --config $conf mount bench:$BUCKET $CUR_MP --cache-dir $cache $*"
+    rclone --config "$conf" mount "bench:$BUCKET" "$CUR_MP" --cache-dir "$cache" "$@" \
+        --log-file "$OUT_DIR/rclone-$name-$RTT.log" </dev/null >>"$LOG" 2>&1 &
+    CUR_PID=$!
+    PIDS+=("$CUR_PID")
+    for _ in $(seq 1 400); do
+        is_mounted "$CUR_MP" && return 0
+        alive "$CUR_PID" || { log "mount: rclone exited"; return 1; }
+        sleep 0.05
+    done
+    log "mount: rclone not mounted within 20 s"
+    return 1
+}
+
+# mount_column COLUMN NAME [ENDPOINT]: a fresh mount of that column with
+# the flags the group passes in MOUNT_FLAGS_<column> (arrays)
+mount_column() {
+    local col="$1" name="$2" base="${3:-$BASE}"
+    CUR_COL="$col"
+    if [[ "$col" == bucketfs ]]; then
+        mount_bucketfs "$name" "$base" "" "${BUCKETFS_FLAGS[@]}"
+    else
+        mount_rclone "$name" "$base" "${RCLONE_FLAGS[@]}"
+    fi
+}
+
+peak_kib() { # PID: VmHWM of a process, in KiB
+    awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null || true
+}
+
+declare -A PEAK_KB=() # "column,rtt" -> largest VmHWM seen in the regular groups
+
+note_peak() { # COLUMN: VmHWM of the current mount process, for the peak RSS row
+    local col="$1" kb
+    [[ -n "$CUR_PID" ]] || return 0
+    kb="$(peak_kib "$CUR_PID")"
+    [[ -n "$kb" ]] || return 0
+    log "memory: $col ${RTT} ms: VmHWM $kb kB"
+    if [[ -z "${PEAK_KB[$col,$RTT]:-}" ]] || ((kb > PEAK_KB[$col,$RTT])); then
+        PEAK_KB[$col,$RTT]="$kb"
+    fi
+}
+
+unmount_current() {
+    local col="$CUR_COL"
+    [[ -n "$CUR_MP" ]] || return 0
+    if is_mounted "$CUR_MP"; then
+        if [[ "$col" == bucketfs ]]; then
+            limited "$BIN" unmount "$CUR_MP" >>"$LOG" 2>&1 || {
+                log "unmount: bucketfs unmount failed; fusermount3 -uz"
+                fusermount3 -uz "$CUR_MP" >>"$LOG" 2>&1 || true
+            }
+        else
+            fusermount3 -u "$CUR_MP" >>"$LOG" 2>&1 || fusermount3 -uz "$CUR_MP" >>"$LOG" 2>&1 || true
+        fi
+    fi
+    if [[ -n "$CUR_PID" ]] && ! wait_gone "$CUR_PID" 10; then
+        log "unmount: $col process $CUR_PID still running 10 s after unmount; stopping it"
+        stop_pid "$CUR_PID"
+    fi
+    CUR_MP=""
+    CUR_PID=""
+    CUR_COL=""
+}
+
+# run_group COLUMN NAME ROW:FUNC...: one fresh mount (empty cache dir), the
+# given workloads in order (each called with the mountpoint), then its peak
+# memory, then unmount
+run_group() {
+    local col="$1" name="$2" spec rows=()
+    shift 2
+    say "$col at $RTT ms: mount for '$name'"
+    if ! mount_column "$col" "$name"; then
+        for spec in "$@"; do rows+=("${spec%%:*}"); done
+        fail_cells "$col" "mount failed" "${rows[@]}"
+        unmount_current
+        return 0
+    fi
+    for spec in "$@"; do
+        measure "${spec%%:*}" "$col" "${spec#*:}" "$CUR_MP"
+    done
+    note_peak "$col"
+    unmount_current
+}
+
+# ---------------------------------------------------------------- table
+
+# cell_text KEY COLUMN RTT: the cell; a time measured at 0 ms and at a
+# longer round trip also says how many round trips the difference is (what
+# the workload waited on the network, with the server's own time taken out)
+cell_text() {
+    local key="$1" col="$2" rtt="$3" value base
+    value="${CELL[$key,$col,$rtt]:-—}"
+    base="${CELL[$key,$col,0]:-}"
+    if [[ "${UNIT[$key]}" == s && "$rtt" != 0 && "$value" =~ ^[0-9.]+$ && "$base" =~ ^[0-9.]+$ ]]; then
+        value="$(awk -v s="$value" -v b="$base" -v r="$rtt" 'BEGIN { printf "%s (+%.0f RTT)", s, (s - b) * 1000 / r }')"
+    fi
+    printf '%s' "$value"
+}
+
+print_table() { # RTT...
+    local row col rtt header="| workload |" rule="|---|"
+    for rtt in "$@"; do
+        for col in curl bucketfs rclone; do
+            header+=" $col, $rtt ms |"
+            rule+="---:|"
+        done
+    done
+    echo "$header"
+    echo "$rule"
+    for row in "${ROW_ORDER[@]}"; do
+        printf '| %s |' "${LABEL[$row]}"
+        for rtt in "$@"; do
+            for col in curl bucketfs rclone; do
+                printf ' %s |' "$(cell_text "$row" "$col" "$rtt")"
+            done
+        done
+        printf '\n'
+    done
+}

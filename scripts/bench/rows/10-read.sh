@@ -1,0 +1,88 @@
+# shellcheck shell=bash
+# Sequential reads of one 256 MiB object: cold (fresh mount, empty cache),
+# again through the same mount (the kernel's page cache, kept across opens
+# while the generation is unchanged), and through a fresh mount of the same
+# cache directory (bucketfs's block cache on disk). The read alone is timed
+# (dd to /dev/null, 1 MiB at a time); the bytes are compared with the
+# source afterwards, untimed.
+
+BIG_MIB=256
+BIG_NAME="big/random-256MiB.bin"
+BIG_SEED=20260719
+
+bench_group read
+bench_row seq "read a 256 MiB object, cold (MiB/s)"
+bench_row reread_page "read it again, same mount (page cache) (MiB/s)"
+bench_row reread_block "read it again, new mount, same cache dir (block cache) (MiB/s)"
+
+# the object, in the bucket and in $WORK/big.bin (once; other groups use it)
+ensure_big_object() {
+    local code
+    [[ ! -f "$WORK/big.bin" ]] || return 0
+    "$PY" "$HELPER" gen-big "$WORK/big.bin" "$BIG_MIB" "$BIG_SEED"
+    code="$(curl -sS -X POST -T "$WORK/big.bin" -H 'Content-Type: application/octet-stream' \
+        -o /dev/null -w '%{http_code}' \
+        "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name=${BIG_NAME//\//%2F}")"
+    [[ "$code" == 200 ]] || { echo "bench: upload of $BIG_NAME answered $code" >&2; return 1; }
+}
+
+read_seed() { ensure_big_object; }
+
+curl_seq() {
+    local t0 t1 size
+    t0=$(now)
+    size="$(limited curl -sS --fail -o /dev/null -w '%{size_download}' \
+        "$BASE/storage/v1/b/$BUCKET/o/${BIG_NAME//\//%2F}?alt=media")"
+    t1=$(now)
+    [[ "$size" == $((BIG_MIB << 20)) ]] || { echo "curl_seq: got $size bytes" >&2; return 1; }
+    rate_mib "$size" "$(diff_s "$t0" "$t1")"
+}
+
+read_curl() {
+    measure seq curl curl_seq
+}
+
+fs_seq() { # MP: dd of the big file alone, then the bytes compared; prints MiB/s
+    local mp="$1" t0 t1 bytes
+    t0=$(now)
+    limited dd if="$mp/$BIG_NAME" of=/dev/null bs=1M 2>"$WORK/dd.err"
+    t1=$(now)
+    cat "$WORK/dd.err" >&2
+    bytes="$(awk '/bytes/ { print $1; exit }' "$WORK/dd.err")"
+    [[ "$bytes" == $((BIG_MIB << 20)) ]] || { echo "fs_seq: dd copied $bytes bytes" >&2; return 1; }
+    limited cmp "$mp/$BIG_NAME" "$WORK/big.bin" >&2 || { echo "fs_seq: the bytes read differ from the object's" >&2; return 1; }
+    rate_mib "$bytes" "$(diff_s "$t0" "$t1")"
+}
+
+read_fs() {
+    local col="$1" cache
+    say "$col at $RTT ms: mount for 'read'"
+    if ! mount_column "$col" read; then
+        fail_cells "$col" "mount failed" seq reread_page reread_block
+        unmount_current
+        return 0
+    fi
+    measure seq "$col" fs_seq "$CUR_MP"
+    measure reread_page "$col" fs_seq "$CUR_MP"
+    note_peak "$col"
+    unmount_current
+    # The same cache directory again (rclone: its own, still without a VFS
+    # cache, so this read goes to the network again).
+    cache="$WORK/cache-$col-read-$RTT"
+    if [[ "$col" == bucketfs ]]; then
+        CUR_COL=bucketfs
+        mount_bucketfs reread "$BASE" "$cache" "${BUCKETFS_FLAGS[@]}" || { fail_cells "$col" "mount failed" reread_block; unmount_current; return 0; }
+    else
+        mount_column "$col" reread || { fail_cells "$col" "mount failed" reread_block; unmount_current; return 0; }
+    fi
+    measure reread_block "$col" fs_seq "$CUR_MP"
+    note_peak "$col"
+    unmount_current
+}
+
+read_notes() {
+    echo "Reads: dd of the object to /dev/null (bs=1M) is timed alone; cmp with the source follows, untimed. curl: one"
+    echo "GET of the whole object to /dev/null. Page cache: a second dd in the same mount (a new open; bucketfs keeps"
+    echo "the kernel's pages while the generation is unchanged). Block cache: a fresh mount on the same cache dir"
+    echo "(rclone runs without a VFS cache, so its re-reads go to the network)."
+}

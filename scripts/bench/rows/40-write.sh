@@ -1,0 +1,239 @@
+# shellcheck shell=bash
+# Writes until durable: a 256 MiB file, 300 files of 4 KiB, and rm -rf of
+# 1,000 files; plus how many requests each small file costs.
+#
+# "Durable" is judged through the JSON API, the same way for every column:
+# scripts/bench/until_durable.py starts the timer, runs the command, then
+# looks at the bucket until the objects are there with their full size (for
+# bucketfs, whose close returns after the upload, the first look already
+# sees them; rclone with --vfs-cache-mode writes uploads after close
+# returned, so that look is repeated every 50-100 ms). Every column writes
+# its own names and the objects are deleted through the API afterwards
+# (untimed), so each column meets the same bucket.
+
+WBIG_NAME_PREFIX="written-256MiB"
+SMALL_COUNT=300
+SMALL_SIZE=4096
+RMTREE_FILES=1000 # 10 directories x 100 files (bench_helper.py RMTREE_SHAPE)
+FUSE_COUNT_FILES=20
+DURABLE="$REPO/scripts/bench/until_durable.py"
+
+bench_group write
+bench_row wbig "write a 256 MiB file, until durable (MiB/s)"
+bench_row wsmall "300 files of 4 KiB into a new dir, until durable (files/s)"
+bench_row wsmall_http "HTTP requests per small file (of the 300)"
+bench_row wsmall_fuse "FUSE requests per small file (bash \`printf > f\`)"
+bench_row rmtree "rm -rf of 1,000 files in 10 dirs (s)" s
+
+write_seed() {
+    ensure_big_object
+    "$PY" "$HELPER" gen-text "$WORK/small.txt" "$SMALL_SIZE"
+}
+
+# durable CHECK... [--wait] [--stdout FILE] -- CMD...: until_durable.py with
+# the workload time limit (its own deadline a little earlier, so that it can
+# say what it saw)
+durable() {
+    local deadline=$((WORKLOAD_TIMEOUT > 10 ? WORKLOAD_TIMEOUT - 5 : WORKLOAD_TIMEOUT))
+    limited "$PY" "$DURABLE" "$EMU_BASE" "$BUCKET" --deadline "$deadline" "$@"
+}
+
+urlenc() { "$PY" -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
+
+# api_delete KIND...: deletes the objects of the bench_helper.py KINDs (one
+# curl process, straight to the emulator); a name already gone is fine
+api_delete() {
+    "$PY" "$HELPER" delete-config "$EMU_BASE" "$BUCKET" "$@" >"$WORK/cleanup.cfg"
+    curl -K "$WORK/cleanup.cfg" >"$WORK/cleanup.codes"
+    if grep -qv -e '^20[04]$' -e '^404$' "$WORK/cleanup.codes"; then
+        echo "api_delete $*: $(sort "$WORK/cleanup.codes" | uniq -c | tr '\n' ' ')" >&2
+        return 1
+    fi
+}
+
+api_delete_one() { # NAME
+    local code
+    code="$(curl -sS -o /dev/null -w '%{http_code}' -X DELETE "$EMU_BASE/storage/v1/b/$BUCKET/o/$(urlenc "$1")")"
+    [[ "$code" == 200 || "$code" == 204 || "$code" == 404 ]] || { echo "delete $1: $code" >&2; return 1; }
+}
+
+# seed_rmtree PREFIX: the 1,000 objects rm -rf will delete, uploaded with curl
+seed_rmtree() {
+    local ok
+    "$PY" "$HELPER" upload-config "$EMU_BASE" "$BUCKET" "rmtree:$1" >"$WORK/rmtree-seed.cfg"
+    curl -K "$WORK/rmtree-seed.cfg" >"$WORK/rmtree-seed.codes"
+    ok="$(grep -c '^200$' "$WORK/rmtree-seed.codes" || true)"
+    [[ "$ok" == "$RMTREE_FILES" ]] || { echo "seed_rmtree $1: $ok of $RMTREE_FILES uploads succeeded" >&2; return 1; }
+}
+
+# cells: "MiB/s (seconds)", "files/s (seconds)"; the argument is what
+# until_durable.py printed (TOTAL CMD LOOKS)
+cell_big() { awk -v n=$((BIG_MIB << 20)) '{ if ($1 <= 0) exit 1; printf "%.0f (%.2f s)", n / 1048576 / $1, $1 }' <<<"$1"; }
+cell_small() { awk -v n="$SMALL_COUNT" '{ if ($1 <= 0) exit 1; printf "%.0f (%.2f s)", n / $1, $1 }' <<<"$1"; }
+
+# requests the timed command sent per small file: the emulator's requests
+# during it, minus the listings until_durable.py made (one per look)
+note_small_requests() { # COLUMN BEFORE AFTER DURABLE_OUTPUT
+    local col="$1" sent looks
+    looks="$(awk '{ print $3 }' <<<"$4")"
+    sent=$(($3 - $2 - looks))
+    log "    $col: $sent requests for $SMALL_COUNT files (besides $looks looks): $(request_summary "$2" | head -c 300)"
+    awk -v n="$sent" -v f="$SMALL_COUNT" 'BEGIN { printf "%.2f", n / f }' >"$WORK/wsmall_http.$col"
+}
+
+# ---------------------------------------------------------------- curl
+
+# one media upload (uploadType=media, -T streams the file with a
+# Content-Length; "Expect:" off, as bucketfs's Transport does)
+curl_wbig() {
+    local name="$WBIG_NAME_PREFIX-curl-$RTT.bin" r
+    r="$(durable object "$name" "$WORK/big.bin" --wait -- \
+        curl -sS --fail -X POST -T "$WORK/big.bin" -H 'Expect:' -H 'Content-Type: application/octet-stream' \
+        -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name=$(urlenc "$name")")"
+    api_delete_one "$name"
+    cell_big "$r"
+}
+
+# 300 media uploads, sequential, in ONE curl process (curl --config, one
+# block per file separated by `next`, one kept-alive connection)
+curl_wsmall() {
+    local prefix="small-curl-$RTT/" r ok before
+    "$PY" "$HELPER" files-config "$BASE" "$BUCKET" "$prefix" "$SMALL_COUNT" "$WORK/small.txt" >"$WORK/files.cfg"
+    before="$(request_count)"
+    r="$(durable objects "$prefix" "$SMALL_COUNT" "$WORK/small.txt" --wait --stdout "$WORK/files.codes" -- \
+        curl -K "$WORK/files.cfg")"
+    note_small_requests curl "$before" "$(request_count)" "$r"
+    ok="$(grep -c '^200$' "$WORK/files.codes" || true)"
+    [[ "$ok" == "$SMALL_COUNT" ]] || { echo "curl_wsmall: $ok of $SMALL_COUNT uploads answered 200" >&2; return 1; }
+    api_delete "files:$prefix:$SMALL_COUNT"
+    cell_small "$r"
+}
+
+# 1,000 DELETEs, sequential, in ONE curl process (curl --config)
+curl_rmtree() {
+    local prefix="rmtree-curl-$RTT" r ok
+    seed_rmtree "$prefix"
+    "$PY" "$HELPER" delete-config "$BASE" "$BUCKET" "rmtree:$prefix" >"$WORK/rmtree.cfg"
+    r="$(durable none "$prefix/" --stdout "$WORK/rmtree.codes" -- curl -K "$WORK/rmtree.cfg")"
+    ok="$(grep -c -e '^200$' -e '^204$' "$WORK/rmtree.codes" || true)"
+    [[ "$ok" == "$RMTREE_FILES" ]] || { echo "curl_rmtree: $ok of $RMTREE_FILES DELETEs answered 200/204" >&2; return 1; }
+    awk '{ printf "%.2f", $2 }' <<<"$r"
+}
+
+cat_file() { cat "$1"; }
+
+write_curl() {
+    measure wbig curl curl_wbig
+    measure wsmall curl curl_wsmall
+    measure wsmall_http curl cat_file "$WORK/wsmall_http.curl"
+    measure rmtree curl curl_rmtree
+}
+
+# ---------------------------------------------------------------- mounts
+
+fs_wbig() { # MP: cp of the 256 MiB file into the mount's root
+    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT.bin" r
+    r="$(durable object "$name" "$WORK/big.bin" --wait -- cp "$WORK/big.bin" "$mp/$name")"
+    api_delete_one "$name"
+    cell_big "$r"
+}
+
+# writes COUNT files of the 4 KiB text into DIR from one bash process with
+# builtins only (printf of a variable into each file, no fork per file)
+write_small_files() { # DIR COUNT
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    bash -c '
+        data="$(<"$1")"
+        for ((i = 0; i < $3; i++)); do
+            printf -v name "%s/f%03d" "$2" "$i"
+            printf "%s" "$data" >"$name"
+        done' _ "$WORK/small.txt" "$1" "$2"
+}
+
+# 300 files of 4 KiB into a directory made just before (mkdir untimed)
+fs_wsmall() { # MP
+    local mp="$1" dir="small-$CUR_COL-$RTT" r before
+    mkdir "$mp/$dir"
+    before="$(request_count)"
+    # shellcheck disable=SC2016 # expanded by that bash
+    r="$(durable objects "$dir/" "$SMALL_COUNT" "$WORK/small.txt" --wait -- \
+        bash -c 'write_small_files "$1" "$2"' _ "$mp/$dir" "$SMALL_COUNT")"
+    note_small_requests "$CUR_COL" "$before" "$(request_count)" "$r"
+    api_delete "files:$dir/:$SMALL_COUNT"
+    api_delete_one "$dir/" # bucketfs's mkdir placeholder, if any
+    cell_small "$r"
+}
+export -f write_small_files
+export WORK
+
+# rm -rf of the tree seeded (through the API, before this mount) as
+# rmtree-COLUMN; the time until rm returns, and nothing may be left under
+# the prefix at that moment
+fs_rmtree() { # MP
+    local mp="$1" prefix="rmtree-$CUR_COL-$RTT" r
+    r="$(durable none "$prefix/" -- rm -rf "$mp/$prefix")"
+    awk '{ printf "%.2f", $2 }' <<<"$r"
+}
+
+# FUSE requests per file of the same bash loop, counted in libfuse's own
+# request trace (a foreground mount with --log-level trace, which passes
+# libfuse -d) between two marker lookups; the opcodes go to the log
+fuse_requests_per_file() {
+    local mp="$WORK/mnt-trace" trace="$WORK/fuse-trace.txt" pid counts
+    mkdir -p "$mp" "$WORK/cache-trace"
+    "$BIN" mount --foreground --log-level trace --endpoint "$BASE" --anonymous "gs://$BUCKET" "$mp" \
+        --cache-dir "$WORK/cache-trace" >/dev/null 2>"$trace" &
+    pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 1 200); do is_mounted "$mp" && break; sleep 0.05; done
+    is_mounted "$mp" || { echo "fuse_requests_per_file: no mount" >&2; return 1; }
+    mkdir "$mp/trace-$RTT"
+    stat "$mp/trace-$RTT/.begin-marker" >/dev/null 2>&1 || true
+    write_small_files "$mp/trace-$RTT" "$FUSE_COUNT_FILES"
+    stat "$mp/trace-$RTT/.end-marker" >/dev/null 2>&1 || true
+    fusermount3 -u "$mp" || fusermount3 -uz "$mp"
+    wait_gone "$pid" 10 || stop_pid "$pid"
+    api_delete "files:trace-$RTT/:$FUSE_COUNT_FILES"
+    api_delete_one "trace-$RTT/"
+    # libfuse -d: "unique: N, opcode: NAME (n), nodeid: ..., insize: ..., pid: ..."
+    counts="$(awk '/begin-marker/ { on = 1; next } /end-marker/ { on = 0 } on && /opcode: / {
+            sub(/.*opcode: /, ""); sub(/ .*/, ""); n[$0]++; total++ }
+        END { for (k in n) printf "%s %d, ", k, n[k]; printf "total %d\n", total }' "$trace")"
+    log "    FUSE requests for $FUSE_COUNT_FILES files: $counts"
+    awk -v c="$counts" -v f="$FUSE_COUNT_FILES" 'BEGIN { sub(/.*total /, "", c); printf "%.1f", c / f }'
+}
+
+write_fs() {
+    local col="$1" rows=(wbig:fs_wbig wsmall:fs_wsmall rmtree:fs_rmtree)
+    # the tree rm -rf deletes is seeded before the mount, so that no cache
+    # of the mount can have missed it
+    say "seeding rmtree-$col-$RTT/ (1,000 objects) through the JSON API"
+    if ! seed_rmtree "rmtree-$col-$RTT" 2>>"$LOG"; then
+        fail_cells "$col" "seeding failed" rmtree
+        rows=(wbig:fs_wbig wsmall:fs_wsmall)
+    fi
+    local saved=("${RCLONE_FLAGS[@]}")
+    RCLONE_FLAGS=(${BENCH_RCLONE_WRITE_FLAGS:---vfs-cache-mode writes})
+    run_group "$col" write "${rows[@]}"
+    RCLONE_FLAGS=("${saved[@]}")
+    if [[ -f "$WORK/wsmall_http.$col" ]]; then
+        set_cell wsmall_http "$col" "$(cat "$WORK/wsmall_http.$col")"
+        rm -f "$WORK/wsmall_http.$col"
+    fi
+    if [[ "$col" == bucketfs ]]; then
+        MOUNTS+=("$WORK/mnt-trace") # mounted inside the measurement's subshell
+        measure wsmall_fuse bucketfs fuse_requests_per_file
+    fi
+}
+
+write_notes() {
+    echo "Writes (a mount of their own; rclone with ${BENCH_RCLONE_WRITE_FLAGS:---vfs-cache-mode writes}): \"until durable\" runs"
+    echo "from the start of the command until the JSON API shows every object with its full size (polled every"
+    echo "50-100 ms while not; bucketfs uploads before close returns, rclone after, by its --vfs-write-back delay,"
+    echo "default 5 s), MD5 checked afterwards; 256 MiB: cp into the mount, curl one uploadType=media POST with -T;"
+    echo "300 files: one bash process writing each file with the builtin printf (no fork per file) into a directory"
+    echo "made just before, curl 300 media uploads from one process (--config, \`next\`); requests per file: what the"
+    echo "emulator received during the timed command, besides the durability checks; FUSE requests per file: libfuse's"
+    echo "trace of the same loop over 20 files; rm -rf: 1,000 objects seeded through the API before the mount, time"
+    echo "until rm returns, nothing may be left under the prefix then; curl 1,000 DELETEs from one process."
+}

@@ -59,6 +59,24 @@ the HTTP server around them and patches a few functions. The fixes:
    every rclone upload larger than one chunk failed. Now a request with that
    header gets the 200 form; without it, the 308 is unchanged.
 
+10. Paging. The emulator ignored ``maxResults`` and ``pageToken`` and sent
+   every object of a listing in one answer. Here a listing answers at most
+   ``maxResults`` entries (default and limit 1,000, as GCS; prefixes and
+   items both count, in name order) with a ``nextPageToken`` when more
+   remain, so clients page as they must against GCS (a listing of 2,000
+   objects takes two requests). The token is opaque (base64 of the last
+   entry).
+
+11. Multipart speed. The emulator parsed every ``multipart/related`` upload
+   body with Python's ``email`` package, which took about four times the
+   CPU of the same object as a media upload (measured: 300 uploads of 4 KiB,
+   0.61 s of emulator CPU against 0.14 s), so a client that sends metadata
+   with its bytes (every filesystem upload does) met a slower server than
+   curl's media POSTs. Here such a body is split at its boundary directly
+   (metadata part as JSON, content part raw, or base64 if so marked); any
+   body that does not have exactly that shape still goes to the email
+   parser.
+
 Also: ``--request-log PATH`` appends one line per request,
 ``METHOD<TAB>PATH<TAB>QUERY`` (path and query exactly as sent, query empty
 if none), written and flushed before the request is handled; the emulator's
@@ -70,6 +88,7 @@ Usage: emulator_wrapper.py [--host 127.0.0.1] [--port 0] [--in-memory]
 """
 
 import argparse
+import base64
 import copy
 import gzip
 import io
@@ -272,19 +291,52 @@ _orig_ls = emu_objects.ls
 
 def _ls(request, response, storage, *args, **kwargs):
     result = _orig_ls(request, response, storage, *args, **kwargs)
-    wanted = (request.query.get("includeTrailingDelimiter") or ["false"])[0].lower() == "true"
-    if not wanted or response.status != emu_objects.HTTPStatus.OK or not request.query.get("delimiter"):
+    if response.status != emu_objects.HTTPStatus.OK:
         return result
     listing = json.loads(response._content)
     items = listing.get("items") or []
-    for prefix in listing.get("prefixes") or []:
-        try:
-            items.append(storage.get_file_obj(request.params["bucket_name"], prefix))
-        except Exception:  # no placeholder object for this prefix
-            pass
-    listing["items"] = sorted(items, key=lambda obj: obj.get("name") or "")
-    response.json(listing)
+    wanted = (request.query.get("includeTrailingDelimiter") or ["false"])[0].lower() == "true"
+    if wanted and request.query.get("delimiter"):
+        for prefix in listing.get("prefixes") or []:
+            try:
+                items.append(storage.get_file_obj(request.params["bucket_name"], prefix))
+            except Exception:  # no placeholder object for this prefix
+                pass
+    response.json(_page(listing.get("prefixes") or [], items, request.query))
     return result
+
+
+# --- 10. paging ---------------------------------------------------------------
+
+PAGE_LIMIT = 1000
+
+
+def _page(prefixes, items, query):
+    """One page of a listing, GCS style: entries (prefixes and items) in
+    name order, a prefix before an item of the same name."""
+    try:
+        limit = int((query.get("maxResults") or [PAGE_LIMIT])[0])
+    except ValueError:
+        limit = PAGE_LIMIT
+    limit = max(1, min(limit, PAGE_LIMIT))
+    entries = sorted([(p, 0, p) for p in prefixes] + [(o.get("name") or "", 1, o) for o in items],
+                     key=lambda e: (e[0], e[1]))
+    token = (query.get("pageToken") or [None])[0]
+    if token:
+        try:
+            after = tuple(json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))))
+        except Exception:
+            after = None
+        if after is not None:
+            entries = [e for e in entries if (e[0], e[1]) > (after[0], after[1])]
+    page = entries[:limit]
+    listing = {"kind": "storage#objects"}
+    listing["prefixes"] = [e[2] for e in page if e[1] == 0]
+    listing["items"] = [e[2] for e in page if e[1] == 1]
+    if len(entries) > limit:
+        last = page[-1]
+        listing["nextPageToken"] = base64.urlsafe_b64encode(json.dumps([last[0], last[1]]).encode()).decode().rstrip("=")
+    return listing
 
 
 emu_objects.insert = _insert  # the router's no-/upload fallback looks it up
@@ -301,6 +353,79 @@ for _regex, _methods in emu_server.HANDLERS:
             _methods[_method] = _download
         elif _func is _orig_ls:
             _methods[_method] = _ls
+
+
+# --- 11. multipart uploads without the email parser --------------------------
+
+_orig_read_data = emu_server._read_data
+_PLAIN_ENCODINGS = ("", "binary", "8bit", "7bit")
+
+
+def _split_multipart(raw, content_type):
+    """{"meta", "content", "content-type"} of a two-part multipart/related
+    upload body, or None if it is not exactly that."""
+    boundary = None
+    for param in content_type.split(";")[1:]:
+        key, _, value = param.strip().partition("=")
+        if key.lower() == "boundary":
+            boundary = value.strip().strip('"')
+    if not boundary:
+        return None
+    delimiter = b"--" + boundary.encode()
+    if not raw.startswith(delimiter):
+        at = raw.find(b"\r\n" + delimiter)
+        if at < 0:
+            return None
+        raw = raw[at + 2:]
+    parts = []
+    for chunk in raw.split(b"\r\n" + delimiter):
+        if chunk.startswith(delimiter):
+            chunk = chunk[len(delimiter):]
+        if chunk.startswith(b"--"):
+            break
+        head, sep, body = chunk.partition(b"\r\n\r\n")
+        if not sep:
+            return None
+        headers = {}
+        for line in head.split(b"\r\n"):
+            name, colon, value = line.partition(b":")
+            if colon:
+                headers[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
+        parts.append((headers, body))
+    if len(parts) != 2:
+        return None
+    (_, meta), (headers, content) = parts
+    encoding = headers.get("content-transfer-encoding", "").lower()
+    if encoding == "base64":
+        content = base64.b64decode(content)
+    elif encoding not in _PLAIN_ENCODINGS:
+        return None
+    kind = headers.get("content-type", "text/plain").split(";")[0].strip().lower() or "text/plain"
+    return {"meta": json.loads(meta or b"{}"), "content": content, "content-type": kind}
+
+
+def _read_data(request_handler, query):
+    content_type = request_handler.headers.get("Content-Type") or ""
+    if not content_type.startswith("multipart/related"):
+        return _orig_read_data(request_handler, query)
+    raw = emu_server._decode_raw_data(emu_server._read_raw_data(request_handler), request_handler)
+    if not raw:
+        return None
+    try:
+        fast = _split_multipart(raw, content_type)
+    except (ValueError, UnicodeDecodeError):
+        fast = None
+    if fast is not None:
+        return fast
+    # Not the usual shape: the emulator's own parser, on the same bytes.
+    request_handler.rfile = io.BytesIO(raw)
+    del request_handler.headers["Content-Encoding"]
+    del request_handler.headers["Content-Length"]
+    request_handler.headers["Content-Length"] = str(len(raw))
+    return _orig_read_data(request_handler, query)
+
+
+emu_server._read_data = _read_data
 
 
 # --- 1./2. threaded HTTP/1.1 server ------------------------------------------

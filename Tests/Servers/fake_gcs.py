@@ -73,6 +73,9 @@ Test controls (not recorded, never faulted):
   first (the write happens, the answer is lost). The first registered
   matching fault wins; each use decrements its count. Answers
   ``{"ok":true,"pending":N}``. ``GET /_faults`` lists the pending ones.
+* ``POST /_seed`` ``{"bucket", "prefix", "dirs", "files"}`` creates many
+  small objects at once (benchmarks; see ``control``); listed like any other,
+  each becomes a full object when first read or changed.
 * ``POST /_reset`` clears objects, sessions, rewrite tokens, faults and the
   request list (generations keep increasing).
 * ``GET /_requests`` JSON list of ``{"method","path","query"}`` seen (path
@@ -82,6 +85,7 @@ Test controls (not recorded, never faulted):
 
 import argparse
 import base64
+import bisect
 import hashlib
 import json
 import re
@@ -142,6 +146,10 @@ def b64_crc32c(data):
 
 def b64_md5(data):
     return base64.b64encode(hashlib.md5(data).digest()).decode()
+
+
+SEED_MD5 = None  # set below, once the checksum functions exist
+SEED_CRC32C = None
 
 
 def now_rfc3339():
@@ -292,6 +300,113 @@ class Obj:
         self._refresh_links()
 
 
+class Seeded:
+    """What ``POST /_seed`` stores per object: its generation only. The
+    bytes (SEED_DATA) and the resource are the same for all of them, so a
+    million objects fit in a few hundred MB; an object becomes a full
+    ``Obj`` when anything but a listing touches it."""
+
+    __slots__ = ("generation",)
+
+    def __init__(self, generation):
+        self.generation = generation
+
+
+SEED_DATA = b"seeded object\n"
+
+
+def seeded_resource(bucket, name, generation):
+    created = "2026-01-01T00:00:00.000000Z"
+    enc = quote(name, safe="")
+    return {
+        "kind": "storage#object",
+        "id": "%s/%s/%s" % (bucket, name, generation),
+        "selfLink": "http://127.0.0.1/storage/v1/b/%s/o/%s" % (bucket, enc),
+        "bucket": bucket,
+        "name": name,
+        "generation": str(generation),
+        "metageneration": "1",
+        "contentType": "application/octet-stream",
+        "storageClass": "STANDARD",
+        "size": str(len(SEED_DATA)),
+        "md5Hash": SEED_MD5,
+        "crc32c": SEED_CRC32C,
+        "timeCreated": created,
+        "updated": created,
+    }
+
+
+class ObjectTable(dict):
+    """(bucket, name) -> Obj, plus bulk-seeded objects (``Seeded``) and a
+    sorted index of names per bucket for listings (rebuilt after a change,
+    so paging through a million names costs O(log n + page) per page)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seeded = {}
+        self._sorted = {}
+
+    def _materialize(self, key):
+        seed = self.seeded.pop(key, None)
+        if seed is None:
+            return None
+        obj = Obj(key[0], key[1], SEED_DATA, {}, seed.generation)
+        obj.resource.update(seeded_resource(key[0], key[1], seed.generation))
+        dict.__setitem__(self, key, obj)
+        return obj
+
+    def __getitem__(self, key):
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        obj = self._materialize(key)
+        if obj is None:
+            raise KeyError(key)
+        return obj
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key):
+        return dict.__contains__(self, key) or key in self.seeded
+
+    def __setitem__(self, key, value):
+        self.seeded.pop(key, None)
+        if not dict.__contains__(self, key):
+            self._sorted.pop(key[0], None)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key):
+        if key in self.seeded:
+            del self.seeded[key]
+        else:
+            dict.__delitem__(self, key)
+        self._sorted.pop(key[0], None)
+
+    def seed(self, bucket, names, generation):
+        for name in names:
+            if not dict.__contains__(self, (bucket, name)):
+                self.seeded[(bucket, name)] = Seeded(generation())
+        self._sorted.pop(bucket, None)
+
+    def resource(self, bucket, name):
+        seed = self.seeded.get((bucket, name))
+        if seed is not None:
+            return seeded_resource(bucket, name, seed.generation)
+        return dict.__getitem__(self, (bucket, name)).resource
+
+    def sorted_names(self, bucket):
+        names = self._sorted.get(bucket)
+        if names is None:
+            names = sorted(
+                [n for (b, n) in dict.keys(self) if b == bucket] + [n for (b, n) in self.seeded if b == bucket]
+            )
+            self._sorted[bucket] = names
+        return names
+
+
 class State:
     def __init__(self):
         self.lock = threading.Lock()
@@ -299,7 +414,7 @@ class State:
         self.reset()
 
     def reset(self):
-        self.objects = {}  # (bucket, name) -> Obj
+        self.objects = ObjectTable()  # (bucket, name) -> Obj
         self.uploads = {}  # upload_id -> dict
         self.rewrites = {}  # token -> dict
         self.faults = []
@@ -324,6 +439,8 @@ class State:
 
 
 STATE = State()
+SEED_MD5 = b64_md5(SEED_DATA)
+SEED_CRC32C = b64_crc32c(SEED_DATA)
 
 
 # --- helpers ----------------------------------------------------------------
@@ -491,35 +608,13 @@ def h_list(bucket, query):
     if token:
         after = _parse_page_token(token)
 
-    names = sorted(
-        name
-        for (b, name) in STATE.objects
-        if b == bucket
-        and name.startswith(prefix)
-        and (start_offset is None or name >= start_offset)
-        and (end_offset is None or name < end_offset)
+    names = STATE.objects.sorted_names(bucket)
+    entries = _list_entries(
+        names, prefix, delimiter, trailing, start_offset, end_offset, max_results + 1, after
     )
-    # Entries (key, kind): kind 0 = prefix, 1 = item. Sorted by key then kind,
-    # which is also GCS's order (a prefix sorts before every name under it).
-    entries = []
-    seen_prefixes = set()
-    for name in names:
-        rest = name[len(prefix):]
-        if delimiter and delimiter in rest:
-            pfx = prefix + rest[: rest.index(delimiter) + len(delimiter)]
-            if pfx not in seen_prefixes:
-                seen_prefixes.add(pfx)
-                entries.append((pfx, 0))
-            if trailing and name == pfx:
-                entries.append((name, 1))
-        else:
-            entries.append((name, 1))
-    entries.sort()
-    if after is not None:
-        entries = [e for e in entries if e > after]
     page, more = entries[:max_results], len(entries) > max_results
     result = {"kind": "storage#objects"}
-    items = [STATE.objects[(bucket, key)].resource for key, kind in page if kind == 1]
+    items = [STATE.objects.resource(bucket, key) for key, kind in page if kind == 1]
     prefixes = [key for key, kind in page if kind == 0]
     if prefixes:
         result["prefixes"] = prefixes
@@ -528,6 +623,49 @@ def h_list(bucket, query):
     if more:
         result["nextPageToken"] = _page_token(*page[-1])
     return Reply.json(result)
+
+
+def _after_all_below(prefix):
+    """The smallest string above every string that starts with ``prefix``."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def _list_entries(names, prefix, delimiter, trailing, start_offset, end_offset, limit, after):
+    """Up to ``limit`` listing entries ``(key, kind)`` (kind 0: a prefix, 1:
+    an item) in GCS order, after the entry ``after``, from the sorted
+    ``names``. Names below one prefix come one after another, so each
+    prefix costs one binary search to skip what is below it."""
+    lo = bisect.bisect_left(names, prefix)
+    if start_offset is not None:
+        lo = max(lo, bisect.bisect_left(names, start_offset))
+    entries = []
+    if after is not None:
+        key, kind = after
+        if delimiter and key.endswith(delimiter) and key.startswith(prefix) and len(key) > len(prefix):
+            # a prefix (or its placeholder): everything below it was listed
+            if kind == 0 and trailing:
+                at = bisect.bisect_left(names, key)
+                if at < len(names) and names[at] == key and lo <= at:
+                    entries.append((key, 1))
+            lo = max(lo, bisect.bisect_left(names, _after_all_below(key)))
+        else:
+            lo = max(lo, bisect.bisect_right(names, key))
+    i = lo
+    while i < len(names) and len(entries) < limit:
+        name = names[i]
+        if not name.startswith(prefix) or (end_offset is not None and name >= end_offset):
+            break
+        rest = name[len(prefix):]
+        if delimiter and delimiter in rest:
+            pfx = prefix + rest[: rest.index(delimiter) + len(delimiter)]
+            entries.append((pfx, 0))
+            if trailing and name == pfx:
+                entries.append((name, 1))
+            i = bisect.bisect_left(names, _after_all_below(pfx), i + 1)
+            continue
+        entries.append((name, 1))
+        i += 1
+    return entries[:limit]
 
 
 def _media_reply(obj, headers):
@@ -840,6 +978,22 @@ def control(method, path, body):
     if path == "/_faults" and method == "GET":
         with STATE.lock:
             return Reply.json(list(STATE.faults))
+    if path == "/_seed" and method == "POST":
+        # Many small objects at once, without a request each (benchmarks):
+        # {"bucket": B, "prefix": P, "dirs": D, "files": F} makes
+        # P + "dNNNNN/fNNNNN" for D directories of F files (D = 0: P +
+        # "fNNNNN", F files directly under P); all hold SEED_DATA.
+        spec = json.loads(body or b"{}")
+        bucket, prefix = spec["bucket"], spec.get("prefix", "")
+        dirs, files = int(spec.get("dirs", 0)), int(spec["files"])
+        if dirs:
+            names = ("%sd%05d/f%05d" % (prefix, d, f) for d in range(dirs) for f in range(files))
+        else:
+            names = ("%sf%05d" % (prefix, f) for f in range(files))
+        with STATE.lock:
+            STATE.objects.seed(bucket, names, STATE.new_generation)
+            count = len(STATE.objects.seeded)
+        return Reply.json({"ok": True, "seeded": count})
     if path == "/_reset" and method == "POST":
         with STATE.lock:
             STATE.reset()

@@ -34,8 +34,13 @@ struct AttributeMapper: Sendable {
             uid: Self.id(info.customMetadata[Self.uidKey], default: options.uid),
             gid: Self.id(info.customMetadata[Self.gidKey], default: options.gid),
             accessTime: Self.seconds(info.customMetadata[Self.atimeKey]) ?? mtime, modificationTime: mtime,
-            changeTime: Timestamp(info.updated))
+            changeTime: Timestamp(info.updated), blockSize: Self.preferredIOSize)
     }
+
+    /// st_blksize of files: the size of one FUSE request (and of a block
+    /// of the cache), so `cp`, `cat` and friends move 1 MiB per system
+    /// call instead of 128 KiB (a quarter of the requests for a copy in).
+    static let preferredIOSize: Int32 = 1 << 20
 
     /// A directory; `placeholder` is its `dir/` object when its metadata is
     /// known. POSIX keys on the placeholder apply, as `chmod` on a

@@ -103,7 +103,7 @@ public final class BlockCache: Sendable {
             return nil
         case .memory(let data):
             guard data.count == blockLength else { return nil }
-            return data.subdata(in: (data.startIndex + range.lowerBound)..<(data.startIndex + range.upperBound))
+            return data[(data.startIndex + range.lowerBound)..<(data.startIndex + range.upperBound)]
         case .file(let verified):
             if let data = readFile(name, key: key, range: range, blockLength: blockLength, verified: verified) {
                 return data
@@ -188,7 +188,8 @@ public final class BlockCache: Sendable {
             BlockFile.checksum(payload) == header.checksum
         else { return nil }
         index.withLock { _ = $0.verified.insert(name) }
-        return payload.subdata(in: range)
+        // A slice, not a copy: a whole-block read returns the payload as is.
+        return range.count == blockLength ? payload : payload[(payload.startIndex + range.lowerBound)..<(payload.startIndex + range.upperBound)]
     }
 
     private func remove(_ name: String) {

@@ -63,6 +63,11 @@ final class FileReader: Sendable {
     }
 
     /// Up to `size` bytes at `offset`; empty at or past the end.
+    ///
+    /// The bytes are copied once in user space, from the network into a
+    /// buffer (or from a cache file into one); a read that one buffer or
+    /// one block serves returns a slice of it, which the bridge hands to
+    /// the kernel as is. Only a read across buffers is joined (a copy).
     func read(offset: Int64, size: Int) async throws(StoreError) -> Data {
         guard offset >= 0, size > 0, offset < info.size else { return Data() }
         let wanted = offset..<(offset + min(Int64(size), info.size - offset))
@@ -71,25 +76,34 @@ final class FileReader: Sendable {
             perform(actions, &state)
             return Self.plan(wanted, parts: state.parts)
         }
-        var result = Data(capacity: wanted.count)
+        var pieces: [Data] = []
+        pieces.reserveCapacity(segments.count)
         for segment in segments {
             switch segment {
             case .direct(let range):
-                result.append(try await readDirect(range))
+                pieces.append(try await readDirect(range))
             case .buffered(let part, let range):
                 switch await part.task.value {
                 case .success(let data):
                     let from = Int(range.lowerBound - part.range.lowerBound)
-                    result.append(data[(data.startIndex + from)..<(data.startIndex + from + range.count)])
+                    pieces.append(data[(data.startIndex + from)..<(data.startIndex + from + range.count)])
                 case .failure(.cancelled):
                     // Another read jumped elsewhere and dropped the buffer.
-                    result.append(try await readDirect(range))
+                    pieces.append(try await readDirect(range))
                 case .failure(let error):
                     abandon(part)
                     throw error
                 }
             }
         }
+        return Self.joined(pieces, count: wanted.count)
+    }
+
+    /// One piece as it is; several copied into one buffer.
+    private static func joined(_ pieces: [Data], count: Int) -> Data {
+        if pieces.count == 1 { return pieces[0] }
+        var result = Data(capacity: count)
+        for piece in pieces { result.append(piece) }
         return result
     }
 
@@ -192,7 +206,7 @@ final class FileReader: Sendable {
     /// exactly `range` is downloaded.
     private func readDirect(_ range: Range<Int64>) async throws(StoreError) -> Data {
         guard let cache else { return try await fetch(range) }
-        var result = Data(capacity: range.count)
+        var pieces: [Data] = []
         var block = range.lowerBound / blockSize
         let lastBlock = (range.upperBound - 1) / blockSize
         while block <= lastBlock {
@@ -200,7 +214,7 @@ final class FileReader: Sendable {
             let blockLength = Int(min(blockSize, info.size - blockStart))
             let within = Int(max(range.lowerBound, blockStart) - blockStart)..<Int(min(range.upperBound, blockStart + Int64(blockLength)) - blockStart)
             if let bytes = cache.read(key(block), range: within, blockLength: blockLength) {
-                result.append(bytes)
+                pieces.append(bytes)
                 block += 1
                 continue
             }
@@ -211,10 +225,10 @@ final class FileReader: Sendable {
             keep(data, at: fetched.lowerBound)
             let from = Int(max(range.lowerBound, fetched.lowerBound) - fetched.lowerBound)
             let to = Int(min(range.upperBound, fetched.upperBound) - fetched.lowerBound)
-            result.append(data[(data.startIndex + from)..<(data.startIndex + to)])
+            pieces.append(data[(data.startIndex + from)..<(data.startIndex + to)])
             block = runEnd + 1
         }
-        return result
+        return Self.joined(pieces, count: range.count)
     }
 
     /// One ranged download of the pinned generation; all or an error.
@@ -249,24 +263,121 @@ final class FileReader: Sendable {
     }
 }
 
-/// Collects streamed bytes; the store calls it sequentially, but from
-/// arbitrary threads, hence the lock.
-final class ByteSink: Sendable {
-    private let buffer: Mutex<Data>
+/// Collects streamed bytes into one buffer of the expected size; the
+/// store calls it sequentially, but from arbitrary threads, hence the lock.
+/// Buffers of 1 MiB and more come from `ReadBuffers`, so a streaming
+/// reader reuses memory whose pages are already mapped instead of
+/// faulting in fresh pages for every part.
+final class ByteSink: @unchecked Sendable {
+    // @unchecked: `buffer`, `capacity` and `count` are only touched with
+    // `lock` held; the buffer is owned here until `take` hands it to a Data.
+    private let lock = NSLock()
+    private var buffer: UnsafeMutableRawPointer?
+    private var capacity: Int
+    private var count = 0
+    private let pooled: Bool
 
     init(capacity: Int) {
-        buffer = Mutex(Data(capacity: capacity))
+        pooled = ReadBuffers.shared.serves(capacity)
+        self.capacity = pooled ? ReadBuffers.shared.sizeClass(for: capacity) : max(capacity, 1)
+        buffer = pooled ? ReadBuffers.shared.take(self.capacity) : malloc(self.capacity)
+    }
+
+    deinit {
+        if let buffer { release(buffer, capacity) }
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) {
-        buffer.withLock { $0.append(contentsOf: bytes) }
+        lock.lock()
+        defer { lock.unlock() }
+        guard bytes.count > 0, var target = buffer else { return }
+        if count + bytes.count > capacity {
+            // More than announced (a server ignoring the range): grow.
+            let grown = max(capacity * 2, count + bytes.count)
+            let bigger = malloc(grown)!
+            bigger.copyMemory(from: target, byteCount: count)
+            release(target, capacity)
+            target = bigger
+            buffer = bigger
+            capacity = grown
+        }
+        (target + count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        count += bytes.count
     }
 
+    /// The bytes so far; the sink is empty afterwards.
     func take() -> Data {
-        buffer.withLock { data in
-            let result = data
-            data = Data()
-            return result
+        lock.lock()
+        defer { lock.unlock() }
+        guard let target = buffer, count > 0 else { return Data() }
+        buffer = nil
+        let size = capacity
+        let pooledBuffer = pooled && size == ReadBuffers.shared.sizeClass(for: size)
+        let data: Data
+        if pooledBuffer {
+            // The Data owns the buffer and hands it back when its last
+            // copy or slice goes.
+            data = Data(bytesNoCopy: target, count: count, deallocator: .custom { pointer, _ in
+                ReadBuffers.shared.recycle(pointer, size)
+            })
+        } else {
+            data = Data(bytesNoCopy: target, count: count, deallocator: .free)
         }
+        count = 0
+        return data
+    }
+
+    private func release(_ pointer: UnsafeMutableRawPointer, _ size: Int) {
+        if pooled && size == ReadBuffers.shared.sizeClass(for: size) {
+            ReadBuffers.shared.recycle(pointer, size)
+        } else {
+            free(pointer)
+        }
+    }
+}
+
+/// Download buffers of 1, 2, 4 and 8 MiB kept for reuse, at most
+/// `idleLimit` bytes of them idle. The read-ahead budget bounds the ones
+/// in use; this bounds the ones waiting, so memory stays flat.
+final class ReadBuffers: Sendable {
+    static let shared = ReadBuffers()
+    static let smallest = 1 << 20
+    static let largest = 8 << 20
+    let idleLimit = 64 << 20
+
+    private struct Idle: @unchecked Sendable {
+        // @unchecked: raw pointers to buffers nobody else holds.
+        var free: [Int: [UnsafeMutableRawPointer]] = [:]
+        var bytes = 0
+    }
+
+    private let idle = Mutex(Idle())
+
+    func serves(_ size: Int) -> Bool { size >= Self.smallest && size <= Self.largest }
+
+    /// The power of two at or above `size`.
+    func sizeClass(for size: Int) -> Int {
+        var result = Self.smallest
+        while result < size { result <<= 1 }
+        return result
+    }
+
+    func take(_ size: Int) -> UnsafeMutableRawPointer {
+        let reused = idle.withLock { idle -> UnsafeMutableRawPointer? in
+            guard let pointer = idle.free[size]?.popLast() else { return nil }
+            idle.bytes -= size
+            return pointer
+        }
+        return reused ?? malloc(size)!
+    }
+
+    func recycle(_ pointer: UnsafeMutableRawPointer, _ size: Int) {
+        let kept = idle.withLock { idle -> Bool in
+            guard idle.bytes + size <= idleLimit else { return false }
+            idle.free[size, default: []].append(pointer)
+            idle.bytes += size
+            return true
+        }
+        if !kept { free(pointer) }
     }
 }

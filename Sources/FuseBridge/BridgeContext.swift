@@ -17,12 +17,55 @@ final class BridgeContext: Sendable {
     /// The `max_read=` mount option, if any; `init` must set the same value
     /// in `conn.max_read` or libfuse refuses the connection.
     let maxRead: UInt32?
+    /// The kernel's read-ahead window to set for this mount, in KiB (nil:
+    /// leave the kernel's 128 KiB), and where the mount is.
+    let kernelReadAheadKiB: Int?
+    let mountpoint: String
     private let inFlight = Atomic<Int>(0)
+    private let tuned = Atomic<Bool>(false)
 
-    init(filesystem: any FileSystemOperations, logger: Logger, maxRead: UInt32?) {
+    /// Read-ahead requests the kernel may have in flight at once.
+    static let maxBackground: UInt32 = 64
+
+    init(filesystem: any FileSystemOperations, logger: Logger, maxRead: UInt32?, kernelReadAheadKiB: Int? = nil, mountpoint: String = "") {
         self.filesystem = filesystem
         self.logger = logger
         self.maxRead = maxRead
+        self.kernelReadAheadKiB = kernelReadAheadKiB
+        self.mountpoint = mountpoint
+    }
+
+    /// Called for every request: the first one after FUSE_INIT sets the
+    /// mount's read-ahead window. Not in `init` itself: the kernel applies
+    /// INIT's answer (which can only lower the window) after the callback
+    /// returns, and sends no other request before it has.
+    func requestArrived() {
+        guard kernelReadAheadKiB != nil, !tuned.load(ordering: .relaxed),
+            tuned.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged
+        else { return }
+        setKernelReadAhead()
+    }
+
+    /// Writes `/sys/class/bdi/MAJOR:MINOR/read_ahead_kb` of this mount (the
+    /// device from /proc/self/mountinfo, so no request to ourselves). The
+    /// window is how far the kernel reads ahead of a sequential reader, and
+    /// so how many 1 MiB read requests it keeps in flight; 128 KiB (its
+    /// default) caps a FUSE file at one 128 KiB request at a time per
+    /// reader. Only root may write it; otherwise it stays and a debug line
+    /// says so (gcsfuse documents the same setting).
+    private func setKernelReadAhead() {
+        guard let kib = kernelReadAheadKiB, let device = MountTable.entry(mountpoint: mountpoint)?.device else { return }
+        let path = "/sys/class/bdi/\(device)/read_ahead_kb"
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        let text = "\(kib)\n"
+        let written = fd >= 0 ? text.withCString { write(fd, $0, strlen($0)) } : -1
+        let code = errno
+        if fd >= 0 { close(fd) }
+        if written == text.utf8.count {
+            logger.debug("kernel read-ahead set", metadata: ["bdi": "\(device)", "KiB": "\(kib)"])
+        } else {
+            logger.debug("kernel read-ahead not set", metadata: ["path": "\(path)", "errno": "\(code)"])
+        }
     }
 
     func requestStarted() { inFlight.add(1, ordering: .relaxed) }

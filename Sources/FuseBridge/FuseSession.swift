@@ -41,8 +41,11 @@ public final class FuseSession: @unchecked Sendable {
     ///     libfuse requires.
     ///   - debug: passes `-d`, libfuse's request trace on stderr.
     /// - Throws: `FuseError` if libfuse rejects the options or the mount.
+    ///   - kernelReadAheadKiB: the kernel's read-ahead window for this
+    ///     mount (nil keeps its default of 128 KiB; see `BridgeContext`).
     public init(
-        filesystem: any FileSystemOperations, mountpoint: String, options: [String], debug: Bool, logger: Logger
+        filesystem: any FileSystemOperations, mountpoint: String, options: [String], debug: Bool, logger: Logger,
+        kernelReadAheadKiB: Int? = nil
     ) throws {
         self.mountpoint = mountpoint
         self.logger = logger
@@ -54,7 +57,10 @@ public final class FuseSession: @unchecked Sendable {
         if debug { arguments.append("-d") }
 
         let context = Unmanaged.passRetained(
-            BridgeContext(filesystem: filesystem, logger: logger, maxRead: Self.maxRead(in: options)))
+            BridgeContext(
+                filesystem: filesystem, logger: logger, maxRead: Self.maxRead(in: options),
+                kernelReadAheadKiB: kernelReadAheadKiB,
+                mountpoint: URL(fileURLWithPath: mountpoint).resolvingSymlinksInPath().path))
         var args = fuse_args(argc: 0, argv: nil, allocated: 0)
         defer { fuse_opt_free_args(&args) }
         for argument in arguments where fuse_opt_add_arg(&args, argument) != 0 {

@@ -126,6 +126,13 @@ func makeLowLevelOps() -> fuse_lowlevel_ops {
 
 /// FUSE_INIT: keep ASYNC_READ, add PARALLEL_DIROPS and READDIRPLUS when the
 /// kernel offers them, never WRITEBACK_CACHE; log what was negotiated.
+///
+/// Request sizes: libfuse already asks for 1 MiB writes (max_write) and
+/// sets max_pages to match (256 pages on this 6.x kernel), so one read or
+/// write request can carry 1 MiB; what keeps buffered reads at 128 KiB is
+/// the kernel's read-ahead window, raised after INIT (`BridgeContext`).
+/// `max_background` lets that many read-ahead requests be in flight at
+/// once (the kernel's default is 12).
 private func negotiateConnection(_ conn: UnsafeMutablePointer<fuse_conn_info>, _ context: BridgeContext) {
     let capable = conn.pointee.capable
     var want = conn.pointee.want
@@ -135,6 +142,8 @@ private func negotiateConnection(_ conn: UnsafeMutablePointer<fuse_conn_info>, _
     }
     want &= ~UInt32(FUSE_CAP_WRITEBACK_CACHE)
     conn.pointee.want = want
+    conn.pointee.max_background = BridgeContext.maxBackground
+    conn.pointee.congestion_threshold = BridgeContext.maxBackground * 3 / 4
     if let maxRead = context.maxRead {
         // Must match the max_read= mount option, or libfuse fails the init.
         conn.pointee.max_read = maxRead
@@ -147,6 +156,7 @@ private func negotiateConnection(_ conn: UnsafeMutablePointer<fuse_conn_info>, _
             "max_write": "\(conn.pointee.max_write)",
             "max_readahead": "\(conn.pointee.max_readahead)",
             "max_background": "\(conn.pointee.max_background)",
+            "congestion_threshold": "\(conn.pointee.congestion_threshold)",
             "capable": "0x\(String(capable, radix: 16))",
             "want": "0x\(String(want, radix: 16))",
         ])

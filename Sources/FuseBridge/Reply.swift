@@ -215,8 +215,18 @@ struct DirectoryPage: Sendable {
 
 /// Answers `req` from a new Task: asks the filesystem with `work`, then
 /// sends the value with `send`, or the error with `Reply.failure`. The
-/// libfuse thread returns at once. The request is counted in flight until
-/// the Task has answered, so `FuseSession.close()` can wait for it.
+/// request is counted in flight until the Task has answered, so
+/// `FuseSession.close()` can wait for it.
+///
+/// The Task starts immediately on the libfuse thread (`Task.immediate`)
+/// and runs there until it first waits: a request the core answers from
+/// what it holds (a cached lookup or attribute, a write into a staged
+/// file, a read from the block cache) is answered on the thread that read
+/// it, with no hand-over to another thread; one that waits for the network
+/// goes on in Swift's pool, and the libfuse thread returns to the kernel
+/// at that first wait. Handing every request to another thread cost
+/// several scheduler wake-ups per small file, which on a busy machine
+/// were most of its time.
 func respond<Value: Sendable>(
     _ req: fuse_req_t?,
     _ operation: StaticString,
@@ -225,8 +235,9 @@ func respond<Value: Sendable>(
 ) {
     let request = SendableReq(raw: req!)
     let context = BridgeContext.from(fuse_req_userdata(req))
+    context.requestArrived()
     context.requestStarted()
-    Task {
+    Task.immediate {
         await answer(Reply(request, operation), context.filesystem, work, send)
         context.requestFinished()
     }

@@ -21,6 +21,9 @@ struct FilesystemFlags: ParsableArguments {
     @Option(name: .customLong("read-ahead-budget"), help: "Memory all read-ahead buffers may use together, in MiB.")
     var readAheadBudgetMiB: Int = 256
 
+    @Option(name: .customLong("kernel-read-ahead"), help: "The kernel's read-ahead window for this mount, in KiB (0: keep the kernel's 128 KiB); needs root. Larger windows let the kernel ask for several 1 MiB reads at once.")
+    var kernelReadAheadKiB: Int = 16384
+
     @Option(name: .customLong("stat-ttl"), help: "Seconds file attributes and listings are trusted (0: always ask the bucket).")
     var statTTL: Double = 60
 
@@ -49,7 +52,7 @@ struct FilesystemFlags: ParsableArguments {
         _ = try parseMode(fileMode, "--file-mode")
         _ = try parseMode(dirMode, "--dir-mode")
         guard statTTL >= 0, negativeTTL >= 0 else { throw ValidationError("TTLs cannot be negative") }
-        guard cacheSizeMiB >= 0, readAheadBudgetMiB >= 0 else { throw ValidationError("sizes cannot be negative") }
+        guard cacheSizeMiB >= 0, readAheadBudgetMiB >= 0, kernelReadAheadKiB >= 0 else { throw ValidationError("sizes cannot be negative") }
         let unknown = MountOptionParsing.sort(o, ownNames: []).unknown
         guard unknown.isEmpty else {
             throw ValidationError("unknown mount option(s): \(unknown.joined(separator: ",")) (see bucketfs mount --help)")

@@ -14,12 +14,14 @@ struct MountRunner {
     let debug: Bool
     let readyFD: Int32?
     let logger: Logger
+    var kernelReadAheadKiB: Int?
 
     func run() async throws {
         let session: FuseSession
         do {
             session = try FuseSession(
-                filesystem: filesystem, mountpoint: mountpoint, options: fuseOptions, debug: debug, logger: logger)
+                filesystem: filesystem, mountpoint: mountpoint, options: fuseOptions, debug: debug, logger: logger,
+                kernelReadAheadKiB: kernelReadAheadKiB)
         } catch {
             throw CLIError.bucket("cannot mount on \(mountpoint): \(error)", exitCode: 5)
         }

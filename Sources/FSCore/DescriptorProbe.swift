@@ -1,0 +1,113 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Answers one question for `flush`: does the process closing a descriptor
+/// of a file still hold another descriptor of it open for writing?
+///
+/// Why: close(2) sends FUSE a flush for every descriptor, duplicates
+/// included, and a shell's `cmd > f` opens `f`, duplicates the descriptor
+/// onto 1 and closes the original before `cmd` writes a byte. Uploading at
+/// that first close would upload every new file twice (once empty). When
+/// the closing process still holds another writable descriptor of the same
+/// file, that descriptor's own close (at the latest when the process exits)
+/// sends another flush, so the upload can wait for it without any close
+/// returning before its bytes are durable.
+public protocol DescriptorProbe: Sendable {
+    func holdsWritableDescriptor(pid: Int32, inode: UInt64) -> Bool
+}
+
+/// `DescriptorProbe` over /proc: `/proc/PID/fdinfo/*` name each open
+/// descriptor's mount (`mnt_id`), inode (`ino`) and open flags, without
+/// touching the file system behind them (no request comes back to us).
+///
+/// Every doubt answers false (upload now): a process we may not inspect, a
+/// process that is exiting (its descriptor table is already gone while the
+/// kernel closes its files), a kernel without `ino` in fdinfo.
+public final class ProcDescriptorProbe: DescriptorProbe {
+    private let mountpoint: String
+    /// The mount's ID in /proc/self/mountinfo, found at first use (the
+    /// probe is made before the mount exists).
+    private let mountID = Mutex<String?>(nil)
+
+    public init(mountpoint: String) {
+        self.mountpoint = URL(fileURLWithPath: mountpoint).resolvingSymlinksInPath().path
+    }
+
+    public func holdsWritableDescriptor(pid: Int32, inode: UInt64) -> Bool {
+        guard pid > 0, let mount = currentMountID() else { return false }
+        let directory = "/proc/\(pid)/fdinfo"
+        guard let dir = opendir(directory) else { return false }
+        defer { closedir(dir) }
+        let wantedInode = String(inode)
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            guard name.first?.isNumber == true, let info = Self.fdinfo("\(directory)/\(name)") else { continue }
+            if info.mountID == mount, info.inode == wantedInode, info.flags & O_ACCMODE != O_RDONLY { return true }
+        }
+        return false
+    }
+
+    private func currentMountID() -> String? {
+        if let known = mountID.withLock({ $0 }) { return known }
+        guard let found = MountTable.entry(mountpoint: mountpoint)?.id else { return nil }
+        mountID.withLock { $0 = found }
+        return found
+    }
+
+    private struct Info {
+        var flags: Int32 = 0
+        var mountID = ""
+        var inode = ""
+    }
+
+    /// The fields of one fdinfo file (small: one read).
+    private static func fdinfo(_ path: String) -> Info? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        var info = Info()
+        for line in String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2 else { continue }
+            let value = parts[1].trimmingCharacters(in: .whitespaces)
+            switch parts[0] {
+            case "flags": info.flags = Int32(value, radix: 8) ?? 0
+            case "mnt_id": info.mountID = value
+            case "ino": info.inode = value
+            default: break
+            }
+        }
+        return info.inode.isEmpty ? nil : info
+    }
+}
+
+/// This process's view of the mounts (/proc/self/mountinfo).
+public enum MountTable {
+    public struct Entry: Sendable, Equatable {
+        /// The mount ID (field 1), as fdinfo's `mnt_id` names it.
+        public var id: String
+        /// "MAJOR:MINOR" (field 3), as /sys/class/bdi names the mount's device.
+        public var device: String
+    }
+
+    /// The topmost mount at `mountpoint` (an absolute path without
+    /// symbolic links), if any.
+    public static func entry(mountpoint: String) -> Entry? {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
+        var found: Entry?
+        for line in table.split(separator: "\n") {
+            let fields = line.split(separator: " ", maxSplits: 5)
+            // mountinfo escapes spaces in paths as \040.
+            if fields.count > 4, fields[4].replacingOccurrences(of: "\\040", with: " ") == mountpoint {
+                found = Entry(id: String(fields[0]), device: String(fields[2]))
+            }
+        }
+        return found
+    }
+}

@@ -6,12 +6,25 @@ import Glibc
 /// A snapshot of one directory's listing, taken at opendir. Offsets are
 /// indices into `entries`, so they stay valid for the handle's lifetime
 /// whatever happens in the bucket meanwhile.
+///
+/// The entries are made at the first readdir, not at opendir: when the
+/// kernel still holds the directory's entries from an earlier opendir of
+/// the same listing (`cache_readdir` + `keep_cache`), no readdir comes and
+/// a warm `ls -l` of 100,000 entries costs no per-entry work here at all.
 struct DirectoryHandle: Sendable {
     let inode: UInt64
-    let entries: [DirectoryEntry]
+    /// What the entries are made of (until they are made).
+    var source: Source?
+    var entries: [DirectoryEntry] = []
     /// Inodes handed out in `entries`, pinned until releasedir so that a
     /// readdirplus entry the bridge counts later is still known.
-    let pinned: [UInt64]
+    var pinned: [UInt64] = []
+
+    struct Source: Sendable {
+        let path: String
+        let listed: String
+        let listing: ListingCache.Listing
+    }
 }
 
 extension FileSystem {
@@ -26,61 +39,104 @@ extension FileSystem {
     /// and keeps it as the handle's snapshot: `ls -l` of N objects costs
     /// about N/1000 list requests and no per-object request.
     public func opendir(_ inode: UInt64) async throws(FSError) -> UInt64 {
+        try await openDirectory(inode).handle
+    }
+
+    /// opendir, with what the kernel may cache: its readdir results always
+    /// (`cache_readdir`), and the ones it holds from the last opendir
+    /// (`keep_cache`) when this opendir sees the very same listing (no
+    /// new listing since, nothing being written in the directory). The
+    /// kernel drops them itself when this mount changes the directory.
+    public func openDirectory(_ inode: UInt64) async throws(FSError) -> OpenReply {
         let directory = try record(inode)
         guard directory.kind == .directory else { throw FSError(ENOTDIR, "opendir of file \(directory.path)") }
         let listed = PathRules.listingPrefix(objectPrefix, directory.path)
-        let (prefixes, items) = try await listing(of: listed, path: directory.path)
-        var children = children(listed: listed, prefixes: prefixes, items: items)
-        let now = clock.now
+        let listing = try await listing(of: listed, path: directory.path)
+        let cacheable = options.statTTL > 0
         return state.withLock { s in
-            mergeStaged(into: &children, directory: directory.path, s)
-            var entries: [DirectoryEntry] = []
-            var pinned: [UInt64] = []
-            entries.reserveCapacity(children.count + 2)
-            pinned.reserveCapacity(children.count)
-            let parentInode = inode == InodeTable.root
-                ? inode : s.inodes.inode(forPath: PathRules.parent(of: directory.path)) ?? inode
-            for (name, dotInode) in [(".", inode), ("..", parentInode)] {
-                let dot = directoryAttributes(dotInode, s, now: now)
-                entries.append(DirectoryEntry(name: name, entry: entryReply(dot), nextOffset: Int64(entries.count + 1)))
-            }
-            for (name, node, staged) in children {
-                let path = PathRules.join(directory.path, name)
-                if !staged { s.stats.insert(path, node, now: now) }
-                // The cache may know more than the listing (a placeholder's
-                // metadata); use that.
-                let known = staged ? node : s.stats.lookup(path, now: now) ?? node
-                let child = s.inodes.resolve(path, kind: node.kind!)
-                s.inodes.pin(child)
-                pinned.append(child)
-                entries.append(DirectoryEntry(
-                    name: name, entry: entryReply(attributes(known, inode: child)!), nextOffset: Int64(entries.count + 1)))
-            }
-            let handle = s.nextHandle
+            let unchanged = s.inodes.noteListing(inode, readAt: listing.readAt)
+            let writing = s.staged.keys.contains { s.inodes[$0].map { PathRules.parent(of: $0.path) == directory.path } ?? false }
+            var handle = DirectoryHandle(inode: inode, source: .init(path: directory.path, listed: listed, listing: listing))
+            if !unchanged || writing || !cacheable { makeEntries(&handle, &s) }
+            let number = s.nextHandle
             s.nextHandle += 1
-            s.directories[handle] = DirectoryHandle(inode: inode, entries: entries, pinned: pinned)
-            return handle
+            s.directories[number] = handle
+            return OpenReply(handle: number, keepCache: cacheable && unchanged && !writing, cacheDirectory: cacheable)
         }
     }
 
-    /// Every page of the listing of `listed`, or the cached one when it is
-    /// younger than statTTL (0 turns the cache off).
-    private func listing(of listed: String, path: String) async throws(FSError) -> ([String], [ObjectInfo]) {
+    /// Makes the entries of `handle` from its listing: fills the stat cache
+    /// (as fresh as the listing), resolves and pins each child's inode.
+    private func makeEntries(_ handle: inout DirectoryHandle, _ s: inout State) {
+        guard let source = handle.source else { return }
+        handle.source = nil
+        var children = children(listed: source.listed, source.listing)
+        mergeStaged(into: &children, directory: source.path, s)
+        let now = clock.now
+        // Attributes from the listing are as old as the listing.
+        let readAt = min(now, source.listing.readAt)
+        var entries: [DirectoryEntry] = []
+        var pinned: [UInt64] = []
+        entries.reserveCapacity(children.count + 2)
+        pinned.reserveCapacity(children.count)
+        let inode = handle.inode
+        let parentInode = inode == InodeTable.root
+            ? inode : s.inodes.inode(forPath: PathRules.parent(of: source.path)) ?? inode
+        for (name, dotInode) in [(".", inode), ("..", parentInode)] {
+            let dot = directoryAttributes(dotInode, s, now: now)
+            entries.append(DirectoryEntry(name: name, entry: entryReply(dot), nextOffset: Int64(entries.count + 1)))
+        }
+        for (name, node, staged) in children {
+            let path = PathRules.join(source.path, name)
+            var known = node
+            if !staged {
+                s.stats.insert(path, node, now: readAt)
+                // The cache may know more than the listing (a directory's
+                // placeholder metadata); use that.
+                if case .directory = node, let cached = s.stats.lookup(path, now: now) { known = cached }
+            }
+            let child = s.inodes.resolveAndPin(path, kind: node.kind!)
+            pinned.append(child)
+            entries.append(DirectoryEntry(
+                name: name, entry: entryReply(attributes(known, inode: child)!), nextOffset: Int64(entries.count + 1)))
+        }
+        handle.entries = entries
+        handle.pinned = pinned
+    }
+
+    /// Every page of the listing of `listed`: the cached one when it is
+    /// younger than statTTL (0 turns the cache off), else from a walk of
+    /// the subtree it lies in (`TreeWalk`), else listed page by page (going
+    /// on from the first page a lookup's probe just read, if any).
+    private func listing(of listed: String, path: String) async throws(FSError) -> ListingCache.Listing {
         let ttl = Duration(seconds: options.statTTL)
         let started = clock.now
-        if ttl > .zero, let cached = state.withLock({ $0.listings[listed] }), started - cached.readAt < ttl {
-            return (cached.prefixes, cached.items)
+        guard ttl > .zero else {
+            let whole = try await wholeListing(of: listed, path: path)
+            return ListingCache.Listing(prefixes: whole.prefixes, items: whole.items, readAt: started)
         }
-        let whole = try await wholeListing(of: listed, path: path)
-        rememberListing(of: listed, whole.prefixes, whole.items, readAt: started)
-        return (whole.prefixes, whole.items)
+        let (cached, head) = state.withLock { s -> (ListingCache.Listing?, ListingHead?) in
+            if !path.isEmpty { noteSubdirectoryOpened(listed, parent: PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path)), &s) }
+            if let cached = s.listings[listed], started - cached.readAt < ttl { return (cached, nil) }
+            let head = s.listingHeads.removeValue(forKey: listed)
+            return (nil, head.flatMap { started - $0.readAt < ttl ? $0 : nil })
+        }
+        if let cached { return cached }
+        if head == nil, let walked = try await listingFromWalk(listed, ttl: ttl) { return walked }
+        let whole = try await wholeListing(of: listed, path: path, after: head?.page)
+        let listing = ListingCache.Listing(
+            prefixes: whole.prefixes, items: whole.items, readAt: head?.readAt ?? started, completedAt: clock.now)
+        state.withLock { keepListing(listed, listing, &$0) }
+        return listing
     }
 
     /// Every page of the listing of `listed` (the directory at mount path
-    /// `path`), as one page.
-    func wholeListing(of listed: String, path: String) async throws(FSError) -> ListPage {
-        var whole = ListPage(prefixes: [], items: [])
-        var token: String?
+    /// `path`), as one page; after `head` (its first page) when given.
+    func wholeListing(of listed: String, path: String, after head: ListPage? = nil) async throws(FSError) -> ListPage {
+        var whole = head ?? ListPage(prefixes: [], items: [])
+        var token = head?.nextPageToken
+        whole.nextPageToken = nil
+        if head != nil && token == nil { return whole }
         repeat {
             let page: ListPage
             do {
@@ -96,25 +152,37 @@ extension FileSystem {
         return whole
     }
 
-    /// Keeps a complete listing of `listed` for opendir (within statTTL;
-    /// at most `cachedListingLimit` of them, the oldest going first).
-    func rememberListing(of listed: String, _ prefixes: [String], _ items: [ObjectInfo], readAt: Duration) {
-        state.withLock { s in keepListing(listed, CachedListing(prefixes: prefixes, items: items, readAt: readAt), &s) }
+    /// Keeps the complete listing of a lookup's probe for opendir, or its
+    /// first page when there is more (opendir goes on from the second).
+    func rememberProbe(of listed: String, _ page: ListPage, readAt: Duration) {
+        guard options.statTTL > 0 else { return }
+        state.withLock { s in
+            if page.nextPageToken == nil {
+                keepListing(listed, ListingCache.Listing(prefixes: page.prefixes, items: page.items, readAt: readAt), &s)
+                return
+            }
+            if s.listingHeads.count >= Self.listingHeadLimit, let any = s.listingHeads.keys.first { s.listingHeads[any] = nil }
+            s.listingHeads[listed] = ListingHead(page: page, readAt: readAt)
+        }
     }
 
-    func keepListing(_ listed: String, _ listing: CachedListing, _ s: inout State) {
+    /// First pages kept for opendir at most (each up to 1,000 entries).
+    static let listingHeadLimit = 16
+
+    func keepListing(_ listed: String, _ listing: ListingCache.Listing, _ s: inout State) {
         guard options.statTTL > 0 else { return }
-        s.listings[listed] = listing
-        if s.listings.count > Self.cachedListingLimit,
-           let oldest = s.listings.min(by: { $0.value.readAt < $1.value.readAt })?.key {
-            s.listings[oldest] = nil
-        }
+        s.listings.store(listed, listing)
     }
 
     public func readdir(_ inode: UInt64, handle: UInt64, offset: Int64) async throws(FSError) -> [DirectoryEntry] {
         try state.withLock { s throws(FSError) in
-            guard let directory = s.directories[handle] else { throw FSError(EBADF, "no directory handle \(handle)") }
+            guard var directory = s.directories[handle] else { throw FSError(EBADF, "no directory handle \(handle)") }
             guard offset >= 0 else { throw FSError(EINVAL, "readdir offset \(offset)") }
+            if directory.source != nil {
+                s.directories[handle] = nil  // changed in place, not copied
+                makeEntries(&directory, &s)
+                s.directories[handle] = directory
+            }
             let start = Int(min(offset, Int64(directory.entries.count)))
             let end = min(directory.entries.count, start + Self.readdirBatch)
             return Array(directory.entries[start..<end])
@@ -151,16 +219,17 @@ extension FileSystem {
 
     /// The entries of one listing, by name, sorted. A prefix and an object
     /// of the same name: the directory wins and the object is hidden.
-    private func children(listed: String, prefixes: [String], items: [ObjectInfo]) -> [(String, StatCache.Node, Bool)] {
+    private func children(listed: String, _ listing: ListingCache.Listing) -> [(String, StatCache.Node, Bool)] {
         var nodes: [String: StatCache.Node] = [:]
-        for item in items {
+        nodes.reserveCapacity(listing.entryCount)
+        for item in listing.items.values {
             guard let name = PathRules.entryName(ofItem: item.name, under: listed) else {
                 logger.debug("skipping object that cannot be a file", metadata: ["object": "\(item.name)"])
                 continue
             }
             nodes[String(name)] = .file(item)
         }
-        for prefix in prefixes {
+        for prefix in listing.prefixes {
             guard let name = PathRules.entryName(ofPrefix: prefix, under: listed) else {
                 logger.debug("skipping prefix that cannot be a directory", metadata: ["prefix": "\(prefix)"])
                 continue
@@ -194,33 +263,37 @@ extension FileSystem {
     }
 
     /// Applies `change` (for `path`) to its directory's cached listing, if
-    /// one is kept. Call with the state lock held.
+    /// one is kept, and stops the walks that would list that directory
+    /// from pages read before the change. O(1) in the directory's size.
+    /// Call with the state lock held.
     func amendListing(_ path: String, _ change: ListingChange, _ s: inout State) {
         let listed = PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path))
-        guard let readAt = s.listings[listed]?.readAt else { return }
-        let object = objectName(path)
-        // Take the arrays out of the dictionary first, so they are changed
-        // in place (one search, no copy per change: `rm -rf` of a large
-        // directory would otherwise be quadratic).
-        var items = s.listings[listed]!.items
-        var prefixes = s.listings[listed]!.prefixes
-        s.listings[listed] = nil
-        if let index = items.firstIndex(where: { $0.name == object }) { items.remove(at: index) }
-        if let index = prefixes.firstIndex(of: object + "/") { prefixes.remove(at: index) }
+        let cacheChange: ListingCache.Change
         switch change {
-        case .file(let info): items.append(info)
-        case .directory: prefixes.append(object + "/")
-        case .removed: break
+        case .file(let info): cacheChange = .file(info)
+        case .directory: cacheChange = .directory
+        case .removed: cacheChange = .removed
         }
-        s.listings[listed] = CachedListing(prefixes: prefixes, items: items, readAt: readAt)
+        s.listings.amend(listed, object: objectName(path), cacheChange)
+        s.listingHeads[listed] = nil
+        if !s.walks.isEmpty { s.walks = s.walks.filter { !$0.value.walk.contains(listed) } }
     }
 
-    /// Whether a cached listing of `path`'s directory, younger than the
-    /// negative TTL, says `path` does not exist.
-    func listingSaysAbsent(_ path: String, now: Duration, _ s: borrowing State) -> Bool {
+    /// What a cached listing of `path`'s directory says `path` is: a
+    /// directory or a file while the listing is younger than statTTL, absent
+    /// while it is younger than the negative TTL (counted from its last
+    /// page); nil when no listing can tell. O(1) whatever the directory's
+    /// size (the stat cache may have evicted a name the listing holds).
+    func listedNode(_ path: String, now: Duration, _ s: borrowing State) -> StatCache.Node? {
         let listed = PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path))
-        guard let listing = s.listings[listed], now - listing.readAt < Duration(seconds: options.negativeTTL) else { return false }
+        guard let listing = s.listings[listed] else { return nil }
         let object = objectName(path)
-        return !listing.items.contains { $0.name == object } && !listing.prefixes.contains(object + "/")
+        if listing.prefixes.contains(object + "/") {
+            return now - listing.readAt < Duration(seconds: options.statTTL) ? .directory(placeholder: nil) : nil
+        }
+        if let item = listing.items[object] {
+            return now - listing.readAt < Duration(seconds: options.statTTL) ? .file(item) : nil
+        }
+        return now - listing.completedAt < Duration(seconds: options.negativeTTL) ? .absent : nil
     }
 }

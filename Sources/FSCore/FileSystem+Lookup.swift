@@ -14,7 +14,7 @@ extension FileSystem {
                 s.inodes.addLookups(inode)
                 return entryReply(stagedAttributes(staged, path: path, inode: inode))
             }
-            guard let node = s.stats.lookup(path, now: now) ?? (listingSaysAbsent(path, now: now, s) ? .absent : nil) else {
+            guard let node = s.stats.lookup(path, now: now) ?? listedNode(path, now: now, s) else {
                 return nil
             }
             return try countedEntry(path, node, &s)
@@ -136,11 +136,11 @@ extension FileSystem {
     private func listResult(_ prefix: String) async -> Result<ListPage, StoreError> {
         do {
             let started = clock.now
-            let page = try await store.list(prefix: prefix, pageToken: nil, maxResults: 1)
-            // A page without a next token is the whole listing (a directory
-            // of at most one entry, or a server that ignores maxResults):
-            // keep it, so the opendir that usually follows asks nothing.
-            if page.nextPageToken == nil { rememberListing(of: prefix, page.prefixes, page.items, readAt: started) }
+            // A whole page, not one entry: the opendir that usually follows
+            // a directory's lookup then asks nothing (a directory of up to
+            // 1,000 entries) or goes on from the second page.
+            let page = try await store.list(prefix: prefix, pageToken: nil, maxResults: Self.listPageSize)
+            rememberProbe(of: prefix, page, readAt: started)
             return .success(page)
         } catch {
             return .failure(error)

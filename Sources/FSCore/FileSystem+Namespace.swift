@@ -136,7 +136,7 @@ extension FileSystem {
             if directory { s.stats.invalidate(tree: path) }
             s.stats.insert(path, .absent, now: now)
             amendListing(path, .removed(path), &s)
-            s.listings[PathRules.listingPrefix(objectPrefix, path)] = nil
+            s.listings.remove(PathRules.listingPrefix(objectPrefix, path))
         }
     }
 }

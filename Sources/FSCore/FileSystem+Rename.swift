@@ -145,6 +145,8 @@ extension FileSystem {
             s.stats.invalidate(tree: source)
             s.stats.invalidate(tree: target)
             s.listings.removeAll()
+            s.listingHeads.removeAll()
+            s.walks.removeAll()
         }
         for (inode, staged) in pending where staged.state.withLock({ $0.journaled }) { writeJournal(staged, inode: inode) }
     }

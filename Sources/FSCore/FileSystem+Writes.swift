@@ -277,7 +277,7 @@ extension FileSystem {
             case .directory:
                 amendListing(path, .directory(path), &s)
                 // A new directory is empty: its listing is known.
-                keepListing(PathRules.listingPrefix(objectPrefix, path), CachedListing(prefixes: [], items: [], readAt: now), &s)
+                keepListing(PathRules.listingPrefix(objectPrefix, path), ListingCache.Listing(readAt: now), &s)
             case .absent: break
             }
             let inode = s.inodes.lookup(path, kind: node.kind!)

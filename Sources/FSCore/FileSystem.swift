@@ -41,6 +41,9 @@ public final class FileSystem: FileSystemOperations {
     /// Where the bytes of failed uploads are kept (nil without a cache
     /// directory: then a failed upload's bytes stay only until release).
     let recovery: RecoveryFolder?
+    /// Asked by flush whether the closing process holds the file open
+    /// elsewhere (nil: every flush of a dirty file uploads).
+    let descriptors: (any DescriptorProbe)?
 
     struct State: Sendable {
         var inodes = InodeTable()
@@ -52,20 +55,29 @@ public final class FileSystem: FileSystemOperations {
         var nextStagedID: UInt64 = 0
         /// Recent full listings by listed prefix, reused by opendir within
         /// statTTL (as attributes are), so a second `ls -l` asks nothing.
-        var listings: [String: CachedListing] = [:]
+        var listings: ListingCache
+        /// Subtrees being listed flat (`TreeWalk`), by the root's listed prefix.
+        var walks: [String: ActiveWalk] = [:]
+        var nextWalkID: UInt64 = 0
+        /// First pages of listings read by lookups' probes, by listed
+        /// prefix, so the opendir that follows goes on from the second.
+        var listingHeads: [String: ListingHead] = [:]
         /// Shared by directory and file handles, never reused.
         var nextHandle: UInt64 = 1
     }
 
-    /// A directory's listing (every page) and when it was read.
-    struct CachedListing: Sendable {
-        let prefixes: [String]
-        let items: [ObjectInfo]
-        let readAt: Duration
+    /// A `TreeWalk` under way and its page request in flight.
+    struct ActiveWalk: Sendable {
+        let id: UInt64
+        var walk: TreeWalk
+        var fetch: Task<Void, Never>?
     }
 
-    /// Listings kept at most; the oldest goes first.
-    static let cachedListingLimit = 64
+    /// The first page of a listing that has more.
+    struct ListingHead: Sendable {
+        let page: ListPage
+        let readAt: Duration
+    }
 
     // Lock order: `state` is a leaf. No other lock is taken while it is
     // held (clock readings are taken before, `FileReader.close` after), and
@@ -81,11 +93,15 @@ public final class FileSystem: FileSystemOperations {
     /// If the cache directory cannot be used, the mount still works without
     /// a block cache (an error is logged); callers that want to refuse to
     /// mount should create and check the directory first.
+    ///   - descriptors: see `DescriptorProbe` (the CLI passes a
+    ///     `ProcDescriptorProbe` of its mountpoint).
     public init(
         store: any ObjectStore, options: MountOptions, clock: any MonotonicClock = SystemClock(),
-        logger: Logger = Logger(label: "bucketfs.core"), mountTime: Date = Date()
+        logger: Logger = Logger(label: "bucketfs.core"), mountTime: Date = Date(),
+        descriptors: (any DescriptorProbe)? = nil
     ) {
         self.store = store
+        self.descriptors = descriptors
         self.options = options
         self.clock = clock
         self.logger = logger
@@ -109,8 +125,11 @@ public final class FileSystem: FileSystemOperations {
         self.readAhead = ReadAhead.Configuration(
             initialWindow: options.readAheadInitial, maxWindow: options.readAheadMax,
             blockSize: Int64(blockCache?.blockSize ?? 1 << 20))
-        self.state = Mutex(State(stats: StatCache(
-            ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL), capacity: options.statCacheCapacity)))
+        self.state = Mutex(State(
+            stats: StatCache(
+                ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL),
+                capacity: options.statCacheCapacity),
+            listings: ListingCache(maxEntries: options.statCacheCapacity)))
     }
 
     // MARK: - Shared helpers

@@ -15,6 +15,8 @@ public protocol FileSystemOperations: Sendable {
     func getattr(_ inode: UInt64) async throws(FSError) -> AttributesReply
 
     func opendir(_ inode: UInt64) async throws(FSError) -> UInt64
+    /// opendir with the caching the kernel may do (see `OpenReply`).
+    func openDirectory(_ inode: UInt64) async throws(FSError) -> OpenReply
     /// The entries after `offset` ("." and ".." first, at offsets 1 and 2);
     /// each entry's `nextOffset` resumes after it.
     func readdir(_ inode: UInt64, handle: UInt64, offset: Int64) async throws(FSError) -> [DirectoryEntry]
@@ -201,13 +203,24 @@ public struct OpenReply: Sendable, Equatable {
     public var handle: UInt64
     /// Bypass the page cache for this open file.
     public var directIO: Bool
-    /// Keep the kernel's cached pages from an earlier open (same generation).
+    /// Keep the kernel's cached pages (or, for a directory, its cached
+    /// entries) from an earlier open.
     public var keepCache: Bool
+    /// A directory: the kernel may cache its readdir results.
+    public var cacheDirectory: Bool
 
-    public init(handle: UInt64, directIO: Bool = false, keepCache: Bool = false) {
+    public init(handle: UInt64, directIO: Bool = false, keepCache: Bool = false, cacheDirectory: Bool = false) {
         self.handle = handle
         self.directIO = directIO
         self.keepCache = keepCache
+        self.cacheDirectory = cacheDirectory
+    }
+}
+
+extension FileSystemOperations {
+    /// Without directory caching: opendir's handle.
+    public func openDirectory(_ inode: UInt64) async throws(FSError) -> OpenReply {
+        OpenReply(handle: try await opendir(inode))
     }
 }
 

@@ -14,6 +14,8 @@ import Synchronization
 public final class InMemoryObjectStore: ObjectStore {
     public enum Operation: String, Sendable, CaseIterable {
         case list, stat, read, put, delete, copy, patch
+        /// A listing without delimiter (`listFlat`).
+        case listFlat
         /// The calls of a streaming put: its start, each `send`, `finish`.
         case streamingStart, streamingSend, streamingFinish
     }
@@ -129,6 +131,31 @@ public final class InMemoryObjectStore: ObjectStore {
                     index += 1
                 }
                 taken += 1
+            }
+            return page
+        }
+    }
+
+    public var supportsFlatListing: Bool { true }
+
+    public func listFlat(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ObjectPage {
+        try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .listFlat, prefix)
+            guard (1...1000).contains(maxResults) else { throw .invalidArgument("maxResults \(maxResults) not in 1...1000") }
+            let names = Self.sorted(&s)
+            // The token is the last name returned.
+            var index = Self.firstIndex(in: names) { name in
+                if let token = pageToken { return !Self.precedesOrEqual(name, token) }
+                return !name.utf8.lexicographicallyPrecedes(prefix.utf8)
+            }
+            var page = ObjectPage(objects: [])
+            while index < names.count, names[index].utf8.starts(with: prefix.utf8) {
+                if page.objects.count == maxResults {
+                    page.nextPageToken = page.objects.last?.name
+                    break
+                }
+                page.objects.append(s.objects[names[index]]!.info)
+                index += 1
             }
             return page
         }

@@ -29,6 +29,9 @@ struct InodeTable: Sendable {
         var bound = true
         /// Generation seen by the last open (for the kernel's keep_cache).
         var lastOpenedGeneration: Int64?
+        /// When the listing the last opendir used was read (the same:
+        /// the kernel may keep the directory entries it cached).
+        var lastListing: Duration?
     }
 
     static let root: UInt64 = 1
@@ -64,6 +67,13 @@ struct InodeTable: Sendable {
         return inode
     }
 
+    /// `resolve` and `pin` in one step (opendir does it for every entry).
+    mutating func resolveAndPin(_ path: String, kind: Kind) -> UInt64 {
+        let inode = resolve(path, kind: kind)
+        records[inode]?.pins += 1
+        return inode
+    }
+
     /// A kernel lookup of `path`: resolve and count one.
     mutating func lookup(_ path: String, kind: Kind) -> UInt64 {
         let inode = resolve(path, kind: kind)
@@ -75,9 +85,8 @@ struct InodeTable: Sendable {
     /// false for an inode no longer known (a bridge bug; logged by caller).
     @discardableResult
     mutating func addLookups(_ inode: UInt64, _ n: UInt64 = 1) -> Bool {
-        guard records[inode] != nil else { return false }
-        records[inode]!.lookups += n
-        return true
+        records[inode]?.lookups += n
+        return records[inode] != nil
     }
 
     /// The kernel forgot `n` lookups. Returns whether the inode was dropped.
@@ -131,6 +140,14 @@ struct InodeTable: Sendable {
             }
             byPath[renamed] = inode
         }
+    }
+
+    /// Records which listing an opendir used; returns whether it is the
+    /// one the previous opendir used.
+    mutating func noteListing(_ inode: UInt64, readAt: Duration) -> Bool {
+        let previous = records[inode]?.lastListing
+        records[inode]?.lastListing = readAt
+        return previous == readAt
     }
 
     /// Records the generation of an open; returns whether it equals the

@@ -11,6 +11,18 @@ public protocol ObjectStore: Sendable {
     /// `placeholderPrefixes`, never in `items`.
     func list(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ListPage
 
+    /// Whether `listFlat` works (a store that cannot list without a
+    /// delimiter says false; the file system then lists directory by
+    /// directory).
+    var supportsFlatListing: Bool { get }
+
+    /// One page of every object whose name starts with `prefix`, with no
+    /// delimiter: placeholders (`dir/`) and names no file can have
+    /// included, in name order (UTF-8 bytes), so all names below any
+    /// prefix come one after another. The file system walks a subtree
+    /// with it (`TreeWalk`).
+    func listFlat(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ObjectPage
+
     /// The object's current metadata.
     func stat(_ name: String) async throws(StoreError) -> ObjectInfo
 
@@ -108,6 +120,27 @@ public struct ListPage: Sendable, Equatable {
         self.items = items
         self.placeholderPrefixes = placeholderPrefixes
         self.nextPageToken = nextPageToken
+    }
+}
+
+/// A page of a flat listing (`ObjectStore.listFlat`).
+public struct ObjectPage: Sendable, Equatable {
+    public var objects: [ObjectInfo]
+    public var nextPageToken: String?
+
+    public init(objects: [ObjectInfo], nextPageToken: String? = nil) {
+        self.objects = objects
+        self.nextPageToken = nextPageToken
+    }
+}
+
+extension ObjectStore {
+    /// Stores written before flat listings existed list directory by
+    /// directory.
+    public var supportsFlatListing: Bool { false }
+
+    public func listFlat(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ObjectPage {
+        throw .invalidArgument("this store cannot list without a delimiter")
     }
 }
 

@@ -23,6 +23,14 @@ public struct StorageKitObjectStore: ObjectStore {
             nextPageToken: result.pageToken)
     }
 
+    public var supportsFlatListing: Bool { true }
+
+    public func listFlat(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ObjectPage {
+        let listed = storage.reference().child(prefix)
+        let result = try await Self.run { try await listed.listObjects(maxResults: Int64(maxResults), pageToken: pageToken) }
+        return ObjectPage(objects: result.items.map(Self.info), nextPageToken: result.pageToken)
+    }
+
     public func stat(_ name: String) async throws(StoreError) -> ObjectInfo {
         let ref = reference(name)
         return Self.info(try await Self.run { try await ref.getMetadata() })

@@ -52,11 +52,11 @@ func makeLowLevelOps() -> fuse_lowlevel_ops {
     }
 
     ops.opendir = { req, inode, _ in
-        respond(req, "opendir", { fs throws(FSError) in try await fs.opendir(inode) }) { reply, handle in
+        respond(req, "opendir", { fs throws(FSError) in try await fs.openDirectory(inode) }) { reply, open in
             let filesystem = reply.context.filesystem
-            if !reply.open(OpenReply(handle: handle)) {
+            if !reply.open(open) {
                 // The kernel never got the handle, so no releasedir will come.
-                filesystem.releasedir(inode, handle: handle)
+                filesystem.releasedir(inode, handle: open.handle)
             }
         }
     }

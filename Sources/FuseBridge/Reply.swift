@@ -58,6 +58,7 @@ struct Reply: ~Copyable, Sendable {
         fi.fh = reply.handle
         fi.direct_io = reply.directIO ? 1 : 0
         fi.keep_cache = reply.keepCache ? 1 : 0
+        fi.cache_readdir = reply.cacheDirectory ? 1 : 0
         return send { fuse_reply_open($0, &fi) }
     }
 

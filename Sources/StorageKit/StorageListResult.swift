@@ -103,3 +103,28 @@ public struct StorageListResult: Sendable {
         return !name.contains("//") && !name.hasPrefix("/")
     }
 }
+
+/// One page of a listing without delimiter (`StorageReference.listObjects`):
+/// every object below the listed reference, however deep, in name order
+/// (UTF-8 bytes), placeholders (`dir/`) and names that cannot be
+/// references included, each with its full metadata.
+public struct StorageObjectPage: Sendable {
+    public let items: [StorageMetadata]
+    /// The token for the next page; nil on the last page.
+    public let pageToken: String?
+
+    public init(items: [StorageMetadata], pageToken: String?) {
+        self.items = items
+        self.pageToken = pageToken
+    }
+
+    /// Parses a JSON API `objects.list` response made without delimiter.
+    init(response: [String: Any]) throws(StorageError) {
+        var items: [StorageMetadata] = []
+        for resource in response["items"] as? [[String: Any]] ?? [] {
+            items.append(try StorageMetadata(resource: resource))
+        }
+        let token = response["nextPageToken"] as? String
+        self.init(items: items, pageToken: token?.isEmpty == false ? token : nil)
+    }
+}

@@ -91,6 +91,20 @@ extension StorageReference {
         return try StorageListResult(response: ObjectAPI.json(response), listing: self)
     }
 
+    /// One page of at most `maxResults` (1–1000) objects whose names start
+    /// with this reference's path and `/` (every object, at the root),
+    /// however deep: a listing without delimiter, so a whole subtree takes
+    /// one paged listing instead of one listing per directory.
+    public func listObjects(maxResults: Int64, pageToken: String?) async throws -> StorageObjectPage {
+        guard (1...1000).contains(maxResults) else {
+            throw StorageError.invalidArgument("maxResults must be between 1 and 1000, not \(maxResults)")
+        }
+        let prefix = path.isRoot ? nil : fullPath + "/"
+        let url = api.listURL([("prefix", prefix), ("maxResults", String(maxResults)), ("pageToken", pageToken)])
+        let response = try await api.send(HTTPRequest(method: .get, url: url, isIdempotent: true), object: nil)
+        return try StorageObjectPage(response: ObjectAPI.json(response))
+    }
+
     /// Server-side copy of this object to `destination` in the same bucket
     /// (the JSON API's rewrite, looping on its rewriteToken until done).
     /// Content type and custom metadata travel with the object.

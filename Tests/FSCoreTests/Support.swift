@@ -31,11 +31,22 @@ struct Harness {
     let fs: FileSystem
     let mountTime: Date
 
-    init(options: MountOptions = MountOptions(uid: 1000, gid: 1000), store: InMemoryObjectStore = InMemoryObjectStore()) throws {
+    init(
+        options: MountOptions = MountOptions(uid: 1000, gid: 1000), store: InMemoryObjectStore = InMemoryObjectStore(),
+        descriptors: (any DescriptorProbe)? = nil
+    ) throws {
         self.store = store
         self.clock = ManualClock()
         self.mountTime = Date(timeIntervalSince1970: 1_600_000_000)
-        self.fs = FileSystem(store: store, options: options, clock: clock, mountTime: mountTime)
+        self.fs = FileSystem(store: store, options: options, clock: clock, mountTime: mountTime, descriptors: descriptors)
+    }
+
+    /// A harness around a core made elsewhere (another store in front).
+    init(store: InMemoryObjectStore, fs: FileSystem, clock: ManualClock) {
+        self.store = store
+        self.clock = clock
+        self.mountTime = Date(timeIntervalSince1970: 1_600_000_000)
+        self.fs = fs
     }
 
     /// Looks up a slash-separated path from the root, one component at a time.

@@ -1,0 +1,125 @@
+/// Complete listings of directories, by listed prefix, reused by opendir
+/// (within statTTL) and by lookups of names a fresh listing does not hold.
+///
+/// Every question a file-system operation asks of one listing is O(1): a
+/// listing keeps its items by object name and its prefixes in a set, so a
+/// lookup in (or an amendment of) a directory of 100,000 entries costs the
+/// same as in one of ten. Only opendir reads a listing whole.
+///
+/// Bounded by the total number of entries over all listings (and by a
+/// number of listings): when a new listing would pass either, the least
+/// recently stored ones go first. A listing larger than the whole budget is
+/// not kept at all.
+struct ListingCache: Sendable {
+    struct Listing: Sendable {
+        /// Objects directly below the listed prefix, by object name.
+        var items: [String: ObjectInfo]
+        /// Full prefixes (`a/b/`) directly below the listed prefix.
+        var prefixes: Set<String>
+        /// When the request that produced it (its first page) started.
+        let readAt: Duration
+        /// When its last page arrived: a name it lacks was absent then, at
+        /// the latest (negative lookups count their TTL from here, so a
+        /// listing of 100 pages still answers them once complete).
+        var completedAt: Duration
+        /// Subdirectories opened since it was read (a second one starts a
+        /// `TreeWalk` of this directory).
+        var subdirectoriesOpened = 0
+
+        init(items: [String: ObjectInfo] = [:], prefixes: Set<String> = [], readAt: Duration, completedAt: Duration? = nil) {
+            self.items = items
+            self.prefixes = prefixes
+            self.readAt = readAt
+            self.completedAt = max(readAt, completedAt ?? readAt)
+        }
+
+        /// A listing from the pages of a delimited listing.
+        init(prefixes: [String], items: [ObjectInfo], readAt: Duration, completedAt: Duration? = nil) {
+            var byName: [String: ObjectInfo] = [:]
+            byName.reserveCapacity(items.count)
+            for item in items { byName[item.name] = item }
+            self.init(items: byName, prefixes: Set(prefixes), readAt: readAt, completedAt: completedAt)
+        }
+
+        var entryCount: Int { items.count + prefixes.count }
+
+        /// Whether the object `name` or the directory `name/` is listed.
+        func holds(_ name: String) -> Bool {
+            items[name] != nil || prefixes.contains(name + "/")
+        }
+    }
+
+    /// A change this mount made to one entry of a listed directory.
+    enum Change {
+        case file(ObjectInfo)
+        case directory
+        case removed
+    }
+
+    let maxEntries: Int
+    let maxListings: Int
+    private var listings: [String: Listing] = [:]
+    /// Listed prefixes, least recently stored first.
+    private var order = LRUList<String>()
+    private(set) var entryCount = 0
+
+    init(maxEntries: Int, maxListings: Int = 16_384) {
+        self.maxEntries = max(1, maxEntries)
+        self.maxListings = max(1, maxListings)
+    }
+
+    var count: Int { listings.count }
+
+    subscript(listed: String) -> Listing? { listings[listed] }
+
+    /// Keeps `listing` for `listed`, replacing what was there; older
+    /// listings go while the bounds are passed.
+    mutating func store(_ listed: String, _ listing: Listing) {
+        remove(listed)
+        guard listing.entryCount <= maxEntries else { return }
+        listings[listed] = listing
+        order.touch(listed)
+        entryCount += listing.entryCount
+        while entryCount > maxEntries || listings.count > maxListings, let oldest = order.leastRecent, oldest != listed {
+            remove(oldest)
+        }
+    }
+
+    mutating func remove(_ listed: String) {
+        guard let old = listings.removeValue(forKey: listed) else { return }
+        order.remove(listed)
+        entryCount -= old.entryCount
+    }
+
+    mutating func removeAll() {
+        listings.removeAll()
+        order = LRUList()
+        entryCount = 0
+    }
+
+    /// Counts an opendir of a subdirectory of `listed`; returns how many
+    /// were counted before this one (nil when no listing is kept).
+    mutating func countOpenedSubdirectory(of listed: String) -> Int? {
+        guard let before = listings[listed]?.subdirectoriesOpened else { return nil }
+        listings[listed]!.subdirectoriesOpened = before + 1
+        return before
+    }
+
+    /// Applies a change of the entry `object` (an object name, without a
+    /// trailing `/`) to the listing of `listed`, if one is kept. O(1).
+    mutating func amend(_ listed: String, object: String, _ change: Change) {
+        guard var listing = listings.removeValue(forKey: listed) else { return }
+        // Taken out of the dictionary first, so its storage is changed in
+        // place rather than copied.
+        entryCount -= listing.entryCount
+        listing.items[object] = nil
+        listing.prefixes.remove(object + "/")
+        switch change {
+        case .file(let info): listing.items[object] = info
+        case .directory: listing.prefixes.insert(object + "/")
+        case .removed: break
+        }
+        entryCount += listing.entryCount
+        listings[listed] = listing
+    }
+}

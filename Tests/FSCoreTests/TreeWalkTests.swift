@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+@testable import FSCore
+
+@Suite("listing cache and tree walks")
+struct TreeWalkTests {
+    private func info(_ name: String) -> ObjectInfo {
+        ObjectInfo(name: name, size: 1, generation: 1, updated: Date(timeIntervalSince1970: 0))
+    }
+
+    @Test func listingCacheIsBoundedByEntriesAndAmendsInPlace() {
+        var cache = ListingCache(maxEntries: 10, maxListings: 3)
+        cache.store("a/", ListingCache.Listing(prefixes: ["a/x/"], items: [info("a/1"), info("a/2")], readAt: .zero))
+        cache.store("b/", ListingCache.Listing(prefixes: [], items: (0..<5).map { info("b/\($0)") }, readAt: .zero))
+        #expect(cache.entryCount == 8)
+        cache.store("c/", ListingCache.Listing(prefixes: [], items: (0..<4).map { info("c/\($0)") }, readAt: .zero))
+        #expect(cache["a/"] == nil, "the oldest listing went to make room")
+        #expect(cache.entryCount == 9 && cache.count == 2)
+        cache.store("huge/", ListingCache.Listing(prefixes: [], items: (0..<11).map { info("huge/\($0)") }, readAt: .zero))
+        #expect(cache["huge/"] == nil && cache.count == 2, "a listing over the whole budget is not kept")
+
+        cache.amend("b/", object: "b/new", .file(info("b/new")))
+        cache.amend("b/", object: "b/0", .removed)
+        cache.amend("b/", object: "b/sub", .directory)
+        #expect(cache["b/"]!.holds("b/new") && !cache["b/"]!.holds("b/0") && cache["b/"]!.holds("b/sub"))
+        #expect(cache.entryCount == 10)
+        cache.amend("missing/", object: "missing/x", .file(info("missing/x")))
+        #expect(cache["missing/"] == nil, "only kept listings are amended")
+        #expect(cache.countOpenedSubdirectory(of: "b/") == 0 && cache.countOpenedSubdirectory(of: "b/") == 1)
+        #expect(cache.countOpenedSubdirectory(of: "missing/") == nil)
+    }
+
+    /// Random trees, listed flat in small pages and cut by the walk, give
+    /// every valid directory exactly the listing a delimited listing gives.
+    @Test(arguments: [1, 2, 3, 4, 5])
+    func aWalkGivesEachDirectoryItsDelimitedListing(seed: Int) async throws {
+        var rng = SplitMix(seed: UInt64(seed))
+        let store = InMemoryObjectStore()
+        let segments = ["a", "b", "a.b", "a-", "z", "", ".", "é"]
+        for _ in 0..<120 {
+            let depth = Int(rng.next() % 4) + 1
+            var name = (0..<depth).map { _ in segments[Int(rng.next() % UInt64(segments.count))] }.joined(separator: "/")
+            if rng.next() % 7 == 0 { name += "/" }  // a placeholder
+            if !name.isEmpty && name != "/" { store.seed("t/" + name) }
+        }
+        var walk = TreeWalk(root: "t/")
+        var completed: [String: ListingCache.Listing] = [:]
+        var token: String?
+        repeat {
+            let page = try await store.listFlat(prefix: "t/", pageToken: token, maxResults: 3)
+            for (listed, listing) in walk.consume(page, readAt: .zero) {
+                #expect(completed[listed] == nil, "\(listed) completed twice")
+                completed[listed] = listing
+                #expect(walk.hasPassed(listed) || walk.finished)
+            }
+            token = page.nextPageToken
+        } while token != nil
+        #expect(walk.finished)
+
+        // Every directory a delimited walk reaches through valid names.
+        var queue = ["t/"]
+        var checked = 0
+        while let listed = queue.popLast() {
+            var prefixes: [String] = []
+            var items: [String] = []
+            var pageToken: String?
+            repeat {
+                let page = try await store.list(prefix: listed, pageToken: pageToken, maxResults: 1000)
+                prefixes += page.prefixes
+                items += page.items.map(\.name)
+                pageToken = page.nextPageToken
+            } while pageToken != nil
+            let walked = try #require(completed[listed], "no listing for \(listed)")
+            #expect(Set(walked.prefixes) == Set(prefixes), "prefixes of \(listed)")
+            #expect(Set(walked.items.keys) == Set(items), "items of \(listed)")
+            checked += 1
+            queue += prefixes.filter { PathRules.entryName(ofPrefix: $0, under: listed) != nil }
+        }
+        #expect(checked > 5)
+    }
+
+    @Test func aWalkPassesDirectoriesInNameOrder() {
+        var walk = TreeWalk(root: "")
+        let page = ObjectPage(objects: [info("a/1"), info("a/2"), info("b/1")], nextPageToken: "b/1")
+        let done = walk.consume(page, readAt: .zero).map(\.0)
+        #expect(done == ["a/"], "a/ is complete once a name outside it arrived; b/ is still open")
+        #expect(walk.hasPassed("a/") && walk.hasPassed("a-/") && !walk.hasPassed("b/") && !walk.hasPassed("c/"))
+        #expect(walk.contains("b/x/") && TreeWalk(root: "b/").contains("b/x/") && !TreeWalk(root: "b/").contains("c/"))
+    }
+}
+
+/// A small deterministic generator for tests.
+struct SplitMix {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 &+ 1 }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -76,15 +76,27 @@ extension FileSystem {
     /// Cloud Storage's object size limit.
     static let maximumFileSize: Int64 = 5 << 40
 
-    public func flush(_ inode: UInt64, handle: UInt64) async throws(FSError) {
+    public func flush(_ inode: UInt64, handle: UInt64, pid: Int32) async throws(FSError) {
         guard let (file, staged) = openFile(handle) else { return }
         // A reader's close does not upload another handle's writes.
         guard file.writable, let staged else { return }
-        // Even an empty new file is uploaded here, though a shell's `> f`
-        // closes a duplicate of the descriptor before it writes (so such a
-        // file is uploaded twice): close is the last moment a failure can
-        // be reported, and `touch f` must have made `f` when it returns.
+        // A new file nothing was done to yet, closed by a process that still
+        // holds another writable descriptor of it: a shell's `> f` closing
+        // the original after duplicating it onto stdout. That descriptor's
+        // close flushes again (at the latest when the process exits), so
+        // the empty upload is left to it; every other close uploads, so
+        // `touch f` has made `f` when it returns and a close still reports
+        // a failed upload.
+        if staged.isUntouchedNewFile, let descriptors, descriptors.holdsWritableDescriptor(pid: pid, inode: inode) {
+            logger.trace("flush of a new empty file left to the closing process's other descriptor", metadata: ["inode": "\(inode)"])
+            return
+        }
         try await upload(staged, inode: inode, reason: "flush")
+    }
+
+    /// Every close uploads (no process to ask about its other descriptors).
+    public func flush(_ inode: UInt64, handle: UInt64) async throws(FSError) {
+        try await flush(inode, handle: handle, pid: 0)
     }
 
     public func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError) {

@@ -46,8 +46,9 @@ public protocol FileSystemOperations: Sendable {
     func mknod(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply
     /// Writes into the file's staged copy; returns the bytes taken.
     func write(_ inode: UInt64, handle: UInt64, offset: Int64, data: Data) async throws(FSError) -> Int
-    /// Every close(2) of a descriptor: uploads if the file is dirty.
-    func flush(_ inode: UInt64, handle: UInt64) async throws(FSError)
+    /// Every close(2) of a descriptor: uploads if the file is dirty. `pid`
+    /// is the closing process (0: unknown), see `DescriptorProbe`.
+    func flush(_ inode: UInt64, handle: UInt64, pid: Int32) async throws(FSError)
     func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError)
     /// chmod, chown, truncate, utimes; `handle` when done through an open file.
     func setattr(_ inode: UInt64, handle: UInt64?, changes: AttributeChanges) async throws(FSError) -> AttributesReply

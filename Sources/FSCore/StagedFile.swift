@@ -92,6 +92,12 @@ final class StagedFile: Sendable {
         }
     }
 
+    /// Created here, never uploaded, and nothing done to it since (no
+    /// write, truncation or attribute change): the state right after create.
+    var isUntouchedNewFile: Bool {
+        state.withLock { $0.base == nil && $0.version == 1 && $0.uploadedVersion == 0 && $0.size == 0 && !$0.unlinked }
+    }
+
     /// The object this file will be once uploaded, as `stat` shows it.
     func view(objectName: String) -> ObjectInfo {
         state.withLock { s in

@@ -39,7 +39,11 @@ func installWriteOperations(_ ops: inout fuse_lowlevel_ops) {
     }
     ops.flush = { req, inode, fi in
         let handle = fi?.pointee.fh ?? 0
-        respond(req, "flush", { fs throws(FSError) in try await fs.flush(inode, handle: handle) }) { reply, _ in reply.success() }
+        // The closing process (a thread ID; /proc answers for those too).
+        let pid = fuse_req_ctx(req)?.pointee.pid ?? 0
+        respond(req, "flush", { fs throws(FSError) in try await fs.flush(inode, handle: handle, pid: pid) }) { reply, _ in
+            reply.success()
+        }
     }
     ops.fsync = { req, inode, _, fi in
         let handle = fi?.pointee.fh ?? 0

@@ -80,11 +80,14 @@ struct MountCommand: AsyncParsableCommand {
         RecoveryFolder.adoptLeftovers(
             staging: RecoveryFolder.stagingDirectory(cacheDirectory: options.cacheDirectory!), recovery: recovery, logger: logger)
         await PendingUploads.handle(recovery, store: store, retry: filesystem.retryPending, logger: logger)
-        let fs = FileSystem(store: store, options: options, logger: Logger(label: "bucketfs.fs"))
+        let fs = FileSystem(
+            store: store, options: options, logger: Logger(label: "bucketfs.fs"),
+            descriptors: ProcDescriptorProbe(mountpoint: mountpoint))
         try await MountRunner(
             filesystem: fs, mountpoint: mountpoint,
             fuseOptions: filesystem.fuseOptions(bucketURL: target.description),
-            debug: process.logLevel == .trace, readyFD: process.readyFD, logger: logger
+            debug: process.logLevel == .trace, readyFD: process.readyFD, logger: logger,
+            kernelReadAheadKiB: filesystem.kernelReadAheadKiB > 0 ? filesystem.kernelReadAheadKiB : nil
         ).run()
     }
 }

@@ -77,6 +77,14 @@ the HTTP server around them and patches a few functions. The fixes:
    body that does not have exactly that shape still goes to the email
    parser.
 
+12. Resumable appends. The emulator kept a resumable session's bytes as one
+   ``bytes`` object and rebuilt it on every chunk (``content += chunk``), so
+   a 256 MiB upload in 64 MiB chunks copied 640 MiB, and a 1 GiB one 8.5
+   GiB, before the object existed: a cost GCS does not have, which made
+   every streamed upload slower than a single media POST of the same
+   bytes. Here each session appends to a ``bytearray`` (the received
+   count, status queries and completion are unchanged).
+
 Also: ``--request-log PATH`` appends one line per request,
 ``METHOD<TAB>PATH<TAB>QUERY`` (path and query exactly as sent, query empty
 if none), written and flushed before the request is handled; the emulator's
@@ -426,6 +434,40 @@ def _read_data(request_handler, query):
 
 
 emu_server._read_data = _read_data
+
+
+# --- 12. resumable sessions append in place -----------------------------------
+
+_RESUMABLE_BUFFERS = {}  # upload id -> bytearray of the bytes received so far
+_orig_resumable_byte_count = emu_storage.Storage.get_resumable_byte_count
+
+
+def _add_to_resumable_upload(self, file_id, content, total_size=None, expected_start=None):
+    buffer = _RESUMABLE_BUFFERS.get(file_id)
+    if buffer is None:
+        try:
+            buffer = bytearray(self.get_file(emu_storage.RESUMABLE_DIR, self.safe_id(file_id), False))
+        except emu_storage.NotFound:
+            buffer = bytearray()
+        _RESUMABLE_BUFFERS[file_id] = buffer
+    if expected_start is not None and expected_start != len(buffer):
+        raise emu_storage.BadRequest(
+            "Invalid Content-Range start: expected {}, got {}".format(len(buffer), expected_start)
+        )
+    buffer += content or b""
+    if total_size is None or len(buffer) < total_size:
+        return None
+    del _RESUMABLE_BUFFERS[file_id]
+    return bytes(memoryview(buffer)[:total_size])
+
+
+def _get_resumable_byte_count(self, file_id):
+    buffer = _RESUMABLE_BUFFERS.get(file_id)
+    return len(buffer) if buffer is not None else _orig_resumable_byte_count(self, file_id)
+
+
+emu_storage.Storage.add_to_resumable_upload = _add_to_resumable_upload
+emu_storage.Storage.get_resumable_byte_count = _get_resumable_byte_count
 
 
 # --- 1./2. threaded HTTP/1.1 server ------------------------------------------

@@ -5,15 +5,19 @@ import Synchronization
 /// pause, resume or cancel it.
 ///
 /// Events: `.resume` when it starts or resumes, `.progress` as bytes are
-/// acknowledged, `.pause`, then exactly one of `.success` or `.failure`
-/// (cancel ends in failure with `StorageError.cancelled`). All observers are
-/// removed after success or failure.
+/// acknowledged (the last one at 100%, before success), `.pause`, then
+/// exactly one of `.success` or `.failure` (cancel ends in failure with
+/// `StorageError.cancelled`; the snapshot's `error` is a `StorageNSError`).
+/// All observers are removed after success or failure.
 ///
 /// An observer receives every event of its status, including those that
 /// happened before it was attached: events are recorded and replayed on
 /// `observe`, so observing a tiny upload right after creating it never
-/// misses its success. Handlers run on the uploader's thread, in order;
-/// keep them short.
+/// misses its success. Handlers run on the uploader's thread, in order,
+/// and all have run when `completion()` returns; keep them short. (Unlike
+/// Firebase, not on `storage.callbackQueue`: that queue may be `.main`
+/// with nothing serving it, and observers must see every event anyway.
+/// The `completion:` handlers of `putData`/`putFile` do run there.)
 public final class StorageUploadTask: Sendable {
     public typealias Handler = @Sendable (StorageTaskSnapshot) -> Void
 
@@ -154,13 +158,15 @@ public final class StorageUploadTask: Sendable {
                     }
                     finish(.success(metadata))
                 } catch {
-                    switch state.withLock({ $0.phase }) {
-                    case .paused:
-                        emit(.pause)
-                    case .cancelled:
+                    if state.withLock({ $0.phase }) == .cancelled {
                         finish(.failure(StorageError.cancelled))
                         await uploader.abandon()
-                    default:
+                    } else if Task.isCancelled {
+                        // Stopped by pause(). The phase may already be
+                        // .running again: a resume() right after the pause
+                        // has queued the next run behind this one.
+                        emit(.pause)
+                    } else {
                         finish(.failure(error))
                     }
                 }
@@ -188,6 +194,12 @@ public final class StorageUploadTask: Sendable {
         guard first else { return }
         switch outcome {
         case .success(let metadata):
+            // Progress observers see 100% before success (the transport's
+            // progress is throttled and may stop short of the last byte).
+            let reported = state.withLock { $0.history.last { $0.status == .progress }?.progress?.completedUnitCount }
+            if uploader.total > 0, reported != uploader.total {
+                emit(.progress, completed: uploader.total)
+            }
             emit(.success, completed: uploader.total, metadata: metadata)
         case .failure(let error):
             emit(.failure, error: error)

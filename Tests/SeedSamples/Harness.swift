@@ -12,7 +12,7 @@ import Synchronization
 /// checks the bucket through the JSON API.
 func report(_ sample: String, _ key: String, _ value: Any?) {
     let line: [String: String] = ["sample": sample, "key": key, "value": value.map { "\($0)" } ?? "nil"]
-    let data = (try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys])) ?? Data()
+    let data = (try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
     output.withLock { _ in
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }

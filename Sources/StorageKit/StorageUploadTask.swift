@@ -151,6 +151,14 @@ public final class StorageUploadTask: Sendable {
             let previous = s.worker
             s.worker = Task { [self] in
                 await previous?.value
+                // pause() or cancel() may have come while the previous run
+                // was unwinding: then this run never starts.
+                switch state.withLock({ $0.phase }) {
+                case .running: break
+                case .paused: return emit(.pause)
+                case .cancelled: return await abandonCancelled()
+                case .finished: return
+                }
                 emit(.resume)
                 do {
                     let metadata = try await uploader.run { [self] completed in
@@ -159,8 +167,7 @@ public final class StorageUploadTask: Sendable {
                     finish(.success(metadata))
                 } catch {
                     if state.withLock({ $0.phase }) == .cancelled {
-                        finish(.failure(StorageError.cancelled))
-                        await uploader.abandon()
+                        await abandonCancelled()
                     } else if Task.isCancelled {
                         // Stopped by pause(). The phase may already be
                         // .running again: a resume() right after the pause
@@ -174,11 +181,23 @@ public final class StorageUploadTask: Sendable {
         }
     }
 
-    private func emit(_ status: StorageTaskStatus, completed: Int64? = nil, metadata: StorageMetadata? = nil, error: (any Error)? = nil) {
+    private func abandonCancelled() async {
+        finish(.failure(StorageError.cancelled))
+        await uploader.abandon()
+    }
+
+    /// Records and delivers an event. Once the outcome is decided only
+    /// `finish` emits (its last progress and the success or failure), so
+    /// the final snapshot is always the outcome.
+    private func emit(
+        _ status: StorageTaskStatus, completed: Int64? = nil, metadata: StorageMetadata? = nil, error: (any Error)? = nil,
+        finishing: Bool = false
+    ) {
         let snapshot = StorageTaskSnapshot(
             task: self, status: status, completed: completed ?? uploader.acknowledged, total: uploader.total,
             metadata: metadata, error: error)
         let handlers = state.withLock { s -> [Handler] in
+            guard finishing || s.outcome == nil else { return [] }
             s.history.append(snapshot)
             return s.observers.filter { $0.status == status }.map(\.handler)
         }
@@ -198,11 +217,11 @@ public final class StorageUploadTask: Sendable {
             // progress is throttled and may stop short of the last byte).
             let reported = state.withLock { $0.history.last { $0.status == .progress }?.progress?.completedUnitCount }
             if uploader.total > 0, reported != uploader.total {
-                emit(.progress, completed: uploader.total)
+                emit(.progress, completed: uploader.total, finishing: true)
             }
-            emit(.success, completed: uploader.total, metadata: metadata)
+            emit(.success, completed: uploader.total, metadata: metadata, finishing: true)
         case .failure(let error):
-            emit(.failure, error: error)
+            emit(.failure, error: error, finishing: true)
         }
         let waiters = state.withLock { s -> [CheckedContinuation<StorageMetadata, any Error>] in
             s.phase = .finished

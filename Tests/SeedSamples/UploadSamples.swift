@@ -140,6 +140,7 @@ func sample001_5() {
         waiter.done()
     }
     waiter.wait()
+    report("001-5", "final", uploadTask.snapshot.status)
 }
 
 func sample001_6() {

@@ -72,6 +72,7 @@ import Transport
         // pause(), resume(), cancel(): the failure observer sees .cancelled.
         #expect(report.value("001-5", "failure") == "cancelled")
         #expect(report.value("001-5", "success") == nil)
+        #expect(report.value("001-5", "final") == "failure")
         #expect(try await raw.resource("images/cancelled.bin") == nil)
         // An observer fires; a removed one never does.
         #expect(report.value("001-6", "observer")?.isEmpty == false)

@@ -79,9 +79,9 @@ enum LocalFiles {
     static let image: String = write("image.jpg", imageBytes)
     static let imageBytes = Data((0..<64 * 1024).map { UInt8(truncatingIfNeeded: $0 &* 31) })
 
-    /// 24 MiB: above the 8 MiB multipart threshold, so it goes up as a
-    /// resumable upload in chunks that pause, resume and cancel act on.
-    static let large: String = write("large.bin", Data(count: 24 << 20))
+    /// 12 MiB: above the 8 MiB multipart threshold, so it goes up as a
+    /// resumable upload, which pause, resume and cancel act on.
+    static let large: String = write("large.bin", Data(count: 12 << 20))
 
     private static func write(_ name: String, _ data: Data) -> String {
         let path = directory.appendingPathComponent(name).path

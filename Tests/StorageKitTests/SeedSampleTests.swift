@@ -16,7 +16,7 @@ import Transport
 /// in another way means another environment.
 @Suite struct SeedSampleTests {
     static let imageBytes = Data((0..<64 * 1024).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-    static let largeSize = 24 << 20
+    static let largeSize = 12 << 20
 
     @Test func referenceSamples() async throws {
         let (run, _) = try await SeedSampleRun.onEmulator("refs")

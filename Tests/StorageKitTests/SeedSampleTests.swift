@@ -14,7 +14,10 @@ import Transport
 /// the program (`FIREBASE_CONFIG` names the bucket, `STORAGE_EMULATOR_HOST`
 /// the server). Running the same samples against another server or signed
 /// in another way means another environment.
-@Suite struct SeedSampleTests {
+///
+/// Serialized: one SeedSamples process at a time, so the suite does not
+/// load the shared emulator (and the machine) with several at once.
+@Suite(.serialized) struct SeedSampleTests {
     static let imageBytes = Data((0..<64 * 1024).map { UInt8(truncatingIfNeeded: $0 &* 31) })
     static let largeSize = 12 << 20
 

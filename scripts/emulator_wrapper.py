@@ -58,16 +58,19 @@ the HTTP server around them and patches a few functions. The fixes:
    ``X-Http-Status-Code-Override: 308``. The emulator always sent 308, so
    every rclone upload larger than one chunk failed. Now a request with that
    header gets the 200 form; without it, the 308 is unchanged.
-
-10. Paging. The emulator ignored ``maxResults`` and ``pageToken`` and sent
+10. UTF-8 names in multipart uploads. The emulator read the JSON part of a
+   ``multipart/related`` upload as text through the email package, which
+   replaced every non-ASCII byte with U+FFFD: an object named ``naïve.txt``
+   was stored as ``na\ufffd\ufffdve.txt``. The part's bytes are now
+   decoded as the UTF-8 JSON they are.
+11. Paging. The emulator ignored ``maxResults`` and ``pageToken`` and sent
    every object of a listing in one answer. Here a listing answers at most
    ``maxResults`` entries (default and limit 1,000, as GCS; prefixes and
    items both count, in name order) with a ``nextPageToken`` when more
    remain, so clients page as they must against GCS (a listing of 2,000
    objects takes two requests). The token is opaque (base64 of the last
    entry).
-
-11. Multipart speed. The emulator parsed every ``multipart/related`` upload
+12. Multipart speed. The emulator parsed every ``multipart/related`` upload
    body with Python's ``email`` package, which took about four times the
    CPU of the same object as a media upload (measured: 300 uploads of 4 KiB,
    0.61 s of emulator CPU against 0.14 s), so a client that sends metadata
@@ -75,9 +78,8 @@ the HTTP server around them and patches a few functions. The fixes:
    curl's media POSTs. Here such a body is split at its boundary directly
    (metadata part as JSON, content part raw, or base64 if so marked); any
    body that does not have exactly that shape still goes to the email
-   parser.
-
-12. Resumable appends. The emulator kept a resumable session's bytes as one
+   parser (its JSON part still read as UTF-8, as in 10).
+13. Resumable appends. The emulator kept a resumable session's bytes as one
    ``bytes`` object and rebuilt it on every chunk (``content += chunk``), so
    a 256 MiB upload in 64 MiB chunks copied 640 MiB, and a 1 GiB one 8.5
    GiB, before the object existed: a cost GCS does not have, which made
@@ -109,6 +111,7 @@ import threading
 import traceback
 import zlib
 from datetime import datetime, timezone
+from email.parser import BytesParser
 from functools import partial
 from http import HTTPStatus
 from http.server import ThreadingHTTPServer
@@ -314,7 +317,7 @@ def _ls(request, response, storage, *args, **kwargs):
     return result
 
 
-# --- 10. paging ---------------------------------------------------------------
+# --- 11. paging ---------------------------------------------------------------
 
 PAGE_LIMIT = 1000
 
@@ -363,7 +366,7 @@ for _regex, _methods in emu_server.HANDLERS:
             _methods[_method] = _ls
 
 
-# --- 11. multipart uploads without the email parser --------------------------
+# --- 10./12. multipart uploads: UTF-8 metadata, no email parser -------------
 
 _orig_read_data = emu_server._read_data
 _PLAIN_ENCODINGS = ("", "binary", "8bit", "7bit")
@@ -425,18 +428,23 @@ def _read_data(request_handler, query):
         fast = None
     if fast is not None:
         return fast
-    # Not the usual shape: the emulator's own parser, on the same bytes.
-    request_handler.rfile = io.BytesIO(raw)
-    del request_handler.headers["Content-Encoding"]
-    del request_handler.headers["Content-Length"]
-    request_handler.headers["Content-Length"] = str(len(raw))
-    return _orig_read_data(request_handler, query)
+    # Not the usual shape: the email package, with the JSON part decoded
+    # from its bytes as UTF-8 (JSON's encoding): the emulator took the
+    # email package's text of it, which turns every non-ASCII byte into
+    # U+FFFD, so `naïve.txt` was stored under a garbled name.
+    header = ("Content-Type:" + content_type + "\r\n").encode("utf-8")
+    payload = BytesParser().parsebytes(header + raw).get_payload()
+    return {
+        "meta": json.loads(payload[0].get_payload(decode=True)),
+        "content": payload[1].get_payload(decode=True),
+        "content-type": payload[1].get_content_type(),
+    }
 
 
-emu_server._read_data = _read_data
+emu_server._read_data = _read_data  # Request looks it up at call time
 
 
-# --- 12. resumable sessions append in place -----------------------------------
+# --- 13. resumable sessions append in place -----------------------------------
 
 _RESUMABLE_BUFFERS = {}  # upload id -> bytearray of the bytes received so far
 _orig_resumable_byte_count = emu_storage.Storage.get_resumable_byte_count

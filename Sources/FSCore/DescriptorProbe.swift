@@ -71,15 +71,16 @@ public final class ProcDescriptorProbe: DescriptorProbe {
         var buffer = [UInt8](repeating: 0, count: 512)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
+        // "name:\tvalue" lines, ASCII: parsed as bytes (this runs for every
+        // descriptor of the closing process, on the flush path).
         var info = Info()
-        for line in String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\n") {
-            let parts = line.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2 else { continue }
-            let value = parts[1].trimmingCharacters(in: .whitespaces)
-            switch parts[0] {
-            case "flags": info.flags = Int32(value, radix: 8) ?? 0
-            case "mnt_id": info.mountID = value
-            case "ino": info.inode = value
+        for line in buffer[0..<count].split(separator: UInt8(ascii: "\n")) {
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
+            let value = line[(colon + 1)...].drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+            switch String(decoding: line[..<colon], as: UTF8.self) {
+            case "flags": info.flags = Int32(String(decoding: value, as: UTF8.self), radix: 8) ?? 0
+            case "mnt_id": info.mountID = String(decoding: value, as: UTF8.self)
+            case "ino": info.inode = String(decoding: value, as: UTF8.self)
             default: break
             }
         }

@@ -134,7 +134,9 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     fileprivate func receiveHeader(_ line: String) {
-        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Header lines are ASCII framing: trimmed without Foundation's
+        // CharacterSet machinery (a dozen lines per response add up).
+        let trimmed = Self.trimmedASCII(Substring(line))
         if trimmed.hasPrefix("HTTP/") {
             // A new response (after 100 Continue or a redirect) starts afresh.
             headers = HTTPHeaders()
@@ -143,8 +145,17 @@ final class CurlTransfer: @unchecked Sendable {
         }
         guard let colon = trimmed.firstIndex(of: ":") else { return }
         let name = String(trimmed[..<colon])
-        let value = trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        let value = String(Self.trimmedASCII(trimmed[trimmed.index(after: colon)...]))
         headers[name] = value
+    }
+
+    /// `text` without leading and trailing spaces, tabs, CR and LF.
+    static func trimmedASCII(_ text: Substring) -> Substring {
+        func isSpace(_ c: Character) -> Bool { c == " " || c == "\t" || c == "\r" || c == "\n" || c == "\r\n" }
+        var result = text
+        while let first = result.first, isSpace(first) { result = result.dropFirst() }
+        while let last = result.last, isSpace(last) { result = result.dropLast() }
+        return result
     }
 
     fileprivate func readBody(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {

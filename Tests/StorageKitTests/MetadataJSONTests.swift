@@ -120,6 +120,25 @@ import Testing
         #expect(m.uploadJSON(name: "a/b.jpg")["name"] as? String == "a/b.jpg")
     }
 
+    @Test func requestBodiesAreJSONThatParsesBackToWhatWasSent() throws {
+        let tricky = "quote \" backslash \\ slash / newline \n tab \t bell \u{07} nul \u{00} é 日本 😀"
+        let body: [String: Any] = [
+            "name": "dir/\(tricky)", "metadata": [tricky: tricky, "empty": ""], "removed": NSNull(),
+            "nested": ["b": NSNull(), "a": ["x": "y"]], "flag": true, "count": 42,
+        ]
+        let data = ObjectAPI.jsonBody(body)
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(text.hasPrefix("{\"count\":42,\"flag\":true,\"metadata\":"), "keys sorted: \(text)")
+        let parsed = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(parsed["name"] as? String == "dir/\(tricky)")
+        #expect(parsed["metadata"] as? [String: String] == [tricky: tricky, "empty": ""])
+        #expect(parsed["removed"] is NSNull)
+        #expect(((parsed["nested"] as? [String: Any])?["a"] as? [String: String]) == ["x": "y"])
+        // Anything it does not write itself goes through JSONSerialization.
+        let other = ObjectAPI.jsonBody(["list": ["a", "b"]])
+        #expect((try JSONSerialization.jsonObject(with: other) as? [String: Any])?["list"] as? [String] == ["a", "b"])
+    }
+
     @Test func uploadJSONNeverSendsReadOnlyProperties() throws {
         let m = try StorageMetadata(resource: Self.resource())
         let json = m.uploadJSON()

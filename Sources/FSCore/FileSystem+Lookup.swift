@@ -21,7 +21,12 @@ extension FileSystem {
         }) {
             return cached
         }
-        let node = try await probe(path)
+        let node: StatCache.Node
+        if let listed = try await relistedNode(path) {
+            node = listed
+        } else {
+            node = try await probe(path)
+        }
         let later = clock.now
         return try state.withLock { s throws(FSError) in
             s.stats.insert(path, node, now: later)
@@ -69,6 +74,33 @@ extension FileSystem {
     }
 
     // MARK: - Probing the store
+
+    /// What `path` is, from a new listing of its directory, when the mount
+    /// keeps a listing of it that is too old to answer and small (one
+    /// page): one request that answers this lookup and, for the next
+    /// negative TTL, every other name there. A program creating many files
+    /// in one directory (a shell loop, `tar x`, `cp -r` into the mount)
+    /// then costs one listing per negative TTL instead of a probe (three
+    /// requests) per new name. nil: no such listing; the caller probes.
+    private func relistedNode(_ path: String) async throws(FSError) -> StatCache.Node? {
+        let directory = PathRules.parent(of: path)
+        let listed = PathRules.listingPrefix(objectPrefix, directory)
+        guard options.statTTL > 0, let old = state.withLock({ $0.listings[listed] }), old.entryCount < Self.listPageSize
+        else { return nil }
+        let started = clock.now
+        let page: ListPage
+        do {
+            page = try await store.list(prefix: listed, pageToken: nil, maxResults: Self.listPageSize)
+        } catch {
+            throw failure(error, "list", directory + "/")
+        }
+        guard page.nextPageToken == nil else { return nil }
+        let listing = ListingCache.Listing(prefixes: page.prefixes, items: page.items, readAt: started, completedAt: clock.now)
+        return state.withLock { s in
+            keepListing(listed, listing, &s)
+            return listedNode(path, now: started, s)
+        }
+    }
 
     /// The inode of `path` as `node` says, with one kernel lookup counted.
     private func countedEntry(_ path: String, _ node: StatCache.Node, _ s: inout State) throws(FSError) -> EntryReply {

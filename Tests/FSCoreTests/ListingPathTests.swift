@@ -140,6 +140,23 @@ struct ListingPathTests {
         #expect(h.store.totalRequests == 3, "then a probe asks the store")
     }
 
+    @Test func newNamesInASmallListedDirectoryCostOneListingPerNegativeTTL() async throws {
+        let h = try Harness()
+        for i in 0..<10 { h.store.seed("d/f\(i)") }
+        let d = try await h.lookup("d").attributes.inode
+        _ = try await h.list(d)
+        h.clock.advance(by: .seconds(6))
+        h.store.resetCounters()
+        for i in 0..<20 {
+            await expectErrno(ENOENT) { _ = try await h.fs.lookup(parent: d, name: "new\(i)") }
+        }
+        #expect(h.store.requestCount(.list) == 1 && h.store.totalRequests == 1, "one listing answers all twenty")
+        h.store.seed("d/late")  // written by someone else
+        h.clock.advance(by: .seconds(6))
+        #expect(try await h.fs.lookup(parent: d, name: "late").attributes.size == 0)
+        #expect(h.store.requestCount(.list) == 2 && h.store.totalRequests == 2, "the next listing sees it")
+    }
+
     /// A probe that answers what the test says.
     final class FixedProbe: DescriptorProbe {
         let held = Atomic<Bool>(false)

@@ -144,22 +144,37 @@ public final class BlockCache: Sendable {
     /// Queues a block for writing in the background; it is readable from
     /// memory at once.
     public func store(_ key: Key, _ data: Data) {
-        let name = key.fileName
-        let queued = index.withLock { index in
-            guard index.pending[name] == nil, index.pendingBytes + data.count <= maxPendingBytes else { return false }
-            index.pending[name] = (key, data)
-            index.pendingBytes += data.count
-            return true
+        store(blocks: [(key, 0..<data.count)], of: data)
+    }
+
+    /// Queues the blocks at `ranges` of one downloaded buffer for writing in
+    /// the background, all readable from memory at once. The queue is
+    /// charged the whole buffer (the blocks are slices of it and keep all
+    /// of it alive until written), so `maxPendingBytes` bounds the memory
+    /// it really holds.
+    public func store(blocks: [(key: Key, range: Range<Int>)], of buffer: Data) {
+        let cost = buffer.count
+        let queued = index.withLock { index -> [(key: Key, data: Data)] in
+            guard index.pendingBytes + cost <= maxPendingBytes else { return [] }
+            var queued: [(key: Key, data: Data)] = []
+            for (key, range) in blocks where index.pending[key.fileName] == nil {
+                let data = buffer[(buffer.startIndex + range.lowerBound)..<(buffer.startIndex + range.upperBound)]
+                index.pending[key.fileName] = (key, data)
+                queued.append((key, data))
+            }
+            if !queued.isEmpty { index.pendingBytes += cost }
+            return queued
         }
-        guard queued else {
-            logger.trace("block cache: write queue full or block queued; not caching", metadata: ["block": "\(key)"])
+        guard !queued.isEmpty else {
+            logger.trace("block cache: write queue full or blocks queued; not caching", metadata: ["blocks": "\(blocks.count)"])
             return
         }
         Task.detached(priority: .utility) { [self] in
-            write(key, data)
-            index.withLock { index in
-                if index.pending.removeValue(forKey: name) != nil { index.pendingBytes -= data.count }
+            for (key, data) in queued {
+                write(key, data)
+                index.withLock { _ = $0.pending.removeValue(forKey: key.fileName) }
             }
+            index.withLock { $0.pendingBytes -= cost }
         }
     }
 

@@ -248,14 +248,16 @@ final class FileReader: Sendable {
     /// `start`) to the block cache.
     private func keep(_ data: Data, at start: Int64) {
         guard let cache, start % blockSize == 0 else { return }
+        var blocks: [(key: BlockCache.Key, range: Range<Int>)] = []
         var offset = 0
         while offset < data.count {
             let block = (start + Int64(offset)) / blockSize
             let length = Int(min(blockSize, info.size - block * blockSize))
             guard offset + length <= data.count else { break }
-            cache.store(key(block), data[(data.startIndex + offset)..<(data.startIndex + offset + length)])
+            blocks.append((key(block), offset..<(offset + length)))
             offset += length
         }
+        if !blocks.isEmpty { cache.store(blocks: blocks, of: data) }
     }
 
     private func key(_ block: Int64) -> BlockCache.Key {
@@ -343,7 +345,7 @@ final class ReadBuffers: Sendable {
     static let shared = ReadBuffers()
     static let smallest = 1 << 20
     static let largest = 8 << 20
-    let idleLimit = 64 << 20
+    let idleLimit = 32 << 20
 
     private struct Idle: @unchecked Sendable {
         // @unchecked: raw pointers to buffers nobody else holds.

@@ -30,6 +30,11 @@
       os.stat()s PATH COUNT times; prints stat() calls per second
   bench_helper.py count-items FILE...
       prints the number of items over the given JSON listing pages
+  bench_helper.py round-trips RTT_MS START END LOG...
+      prints how many round trips the delay proxies (scripts/bench/
+      delay_proxy.py --log) saw a workload wait for between Unix times START
+      and END: request starts and connection openings, grouped when less
+      than half a round trip apart (what went out together)
 """
 
 import hashlib
@@ -218,6 +223,28 @@ def count_items(files):
     print(total)
 
 
+def round_trips(rtt_ms, start, end, logs):
+    rtt, start, end = float(rtt_ms) / 1000, float(start), float(end)
+    times = []
+    for log in logs:
+        try:
+            with open(log) as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) == 3 and parts[0] in ("OPEN", "REQ"):
+                        t = float(parts[1])
+                        if start <= t <= end:
+                            times.append(t)
+        except FileNotFoundError:
+            pass
+    groups, group_start = 0, None
+    for t in sorted(times):
+        if group_start is None or t - group_start >= rtt / 2:
+            groups += 1
+            group_start = t
+    print(groups)
+
+
 def main(argv):
     if len(argv) < 2:
         raise SystemExit(__doc__)
@@ -248,6 +275,8 @@ def main(argv):
         statloop(*args)
     elif cmd == "count-items":
         count_items(args)
+    elif cmd == "round-trips":
+        round_trips(args[0], args[1], args[2], args[3:])
     else:
         raise SystemExit(__doc__)
 

@@ -18,10 +18,14 @@ may be in flight per direction and connection; a reader past it waits (so a
 slow reader cannot make the proxy buffer a whole object). Standard library
 only (asyncio).
 
-``--log PATH`` appends one line per connection when it closes:
-``CONN <n> <bytes up> <bytes down> <seconds open>``; ``SIGUSR1`` makes the
-proxy append ``COUNT <connections so far>`` (the bench reads the count
-before and after a workload to say how many connections it opened).
+``--log PATH`` appends ``OPEN <time> <n>`` when connection n is accepted,
+``REQ <time> <n>`` when a request starts on it (its first bytes from the
+client, or the first after the server had answered), and ``CONN <n>
+<bytes up> <bytes down> <seconds open>`` when it closes; times are Unix
+seconds. The bench counts round trips from these lines (bench_helper.py
+round-trips): requests that start less than half a round trip apart went
+out together, so each group is one round trip a workload waited for, and
+so is each group of new connections (their handshake).
 """
 
 import argparse
@@ -47,8 +51,10 @@ class Counter:
             f.write(line + "\n")
 
 
-async def pump(reader, writer, delay, window, counts, key):
-    """Copies reader -> writer, each chunk delivered `delay` s after it was read."""
+async def pump(reader, writer, delay, window, counts, key, turns=None):
+    """Copies reader -> writer, each chunk delivered `delay` s after it was
+    read. `turns` (client -> server only) is called at each chunk that
+    starts a request."""
     loop = asyncio.get_running_loop()
     queue = asyncio.Queue()
     in_flight = 0
@@ -79,6 +85,8 @@ async def pump(reader, writer, delay, window, counts, key):
             data = await reader.read(CHUNK)
             if not data:
                 break
+            if turns is not None:
+                turns()
             counts[key] += len(data)
             in_flight += len(data)
             if in_flight >= window:
@@ -99,6 +107,15 @@ async def handle(client_reader, client_writer, target, rtt, window, counter):
     number = counter.connections
     opened = time.monotonic()
     counts = {"up": 0, "down": 0}
+    counter.write(f"OPEN {time.time():.6f} {number}")
+    # A request starts with the first bytes from the client after the
+    # server sent something (or the first bytes at all).
+    answered = {"down": -1}
+
+    def turns():
+        if answered["down"] != counts["down"]:
+            answered["down"] = counts["down"]
+            counter.write(f"REQ {time.time():.6f} {number}")
     # The handshake: one round trip before anything moves.
     await asyncio.sleep(rtt)
     try:
@@ -112,7 +129,7 @@ async def handle(client_reader, client_writer, target, rtt, window, counter):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     half = rtt / 2
     await asyncio.gather(
-        pump(client_reader, server_writer, half, window, counts, "up"),
+        pump(client_reader, server_writer, half, window, counts, "up", turns),
         pump(server_reader, client_writer, half, window, counts, "down"),
         return_exceptions=True,
     )

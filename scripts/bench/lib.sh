@@ -14,6 +14,7 @@ ROW_ORDER=()         # row keys in table order
 declare -A LABEL=()  # row key -> label
 declare -A UNIT=()   # row key -> s | rate (how a 20 ms cell is annotated)
 declare -A CELL=()   # "key,column,rtt" -> text
+declare -A ROUND_TRIPS=() # "key,column,rtt" -> round trips the proxies saw
 GROUPS_=()           # group names in order
 
 # bench_group NAME: a group of rows measured together (functions NAME_curl
@@ -50,11 +51,18 @@ measure() {
     out="$WORK/measure.out"
     log "--- $row / $col / ${RTT} ms: $*"
     before="$(request_count)"
+    local t0 t1
+    t0=$(now)
     "$@" >"$out" 2>>"$LOG" &
     MEASURE_PID=$!
     wait "$MEASURE_PID" || rc=$?
     MEASURE_PID=""
+    t1=$(now)
     log "    requests to the emulator: $(request_summary "$before")"
+    if [[ "$RTT" != 0 ]]; then
+        ROUND_TRIPS[$row,$col,$RTT]="$("$PY" "$HELPER" round-trips "$RTT" "$t0" "$t1" "$OUT_DIR"/proxy-*-"$RTT".log)"
+        log "    round trips through the delay proxies: ${ROUND_TRIPS[$row,$col,$RTT]}"
+    fi
     value="$(tail -n 1 "$out" 2>/dev/null || true)"
     if ((rc != 0)) || [[ -z "$value" ]]; then
         log "    FAILED (exit $rc)"
@@ -385,15 +393,14 @@ run_group() {
 
 # ---------------------------------------------------------------- table
 
-# cell_text KEY COLUMN RTT: the cell; a time measured at 0 ms and at a
-# longer round trip also says how many round trips the difference is (what
-# the workload waited on the network, with the server's own time taken out)
+# cell_text KEY COLUMN RTT: the cell; a time at a longer round trip also
+# says how many round trips the workload waited for (counted by the delay
+# proxies: requests and new connections that went out together count once)
 cell_text() {
-    local key="$1" col="$2" rtt="$3" value base
+    local key="$1" col="$2" rtt="$3" value
     value="${CELL[$key,$col,$rtt]:-—}"
-    base="${CELL[$key,$col,0]:-}"
-    if [[ "${UNIT[$key]}" == s && "$rtt" != 0 && "$value" =~ ^[0-9.]+$ && "$base" =~ ^[0-9.]+$ ]]; then
-        value="$(awk -v s="$value" -v b="$base" -v r="$rtt" 'BEGIN { printf "%s (+%.0f RTT)", s, (s - b) * 1000 / r }')"
+    if [[ "${UNIT[$key]}" == s && "$rtt" != 0 && "$value" =~ ^[0-9.]+$ && -n "${ROUND_TRIPS[$key,$col,$rtt]:-}" ]]; then
+        value+=" (${ROUND_TRIPS[$key,$col,$rtt]} RTT)"
     fi
     printf '%s' "$value"
 }

@@ -10,7 +10,7 @@ import Foundation
 ///
 /// How: each opendir under the walk's root takes its listing from the walk,
 /// reading the next page (1,000 objects) only when the directory is not
-/// complete yet. An opendir reads at most `walkPagesPerOpen` pages for
+/// complete yet, and the page after it meanwhile (one page ahead at most). An opendir reads at most `walkPagesPerOpen` pages for
 /// itself; a directory further on (a jump rather than a walk) is listed on
 /// its own instead, so a wrong guess never costs more than a few pages.
 /// Completed listings go to the listing cache, whose entry budget bounds
@@ -58,7 +58,7 @@ extension FileSystem {
                 // directory that exists has names, so it was listed).
                 if active.walk.hasPassed(listed) { return .done(nil) }
                 if let fetch = active.fetch { return .wait(fetch) }
-                let task = Task { await self.readNextPage(of: root, walk: active.id) }
+                let task = Task { await self.readNextPage(of: root, walk: active.id, prefetch: false) }
                 s.walks[root]?.fetch = task
                 return .wait(task)
             }
@@ -72,8 +72,12 @@ extension FileSystem {
 
     /// Reads the next page of the walk `id` of `root` and keeps the
     /// listings it completes; a failure ends the walk (the opendirs
-    /// waiting for it list on their own).
-    private func readNextPage(of root: String, walk id: UInt64) async {
+    /// waiting for it list on their own). A page an opendir waited for is
+    /// followed by a read of the one after (`prefetch`), so the server
+    /// works on it while the walker goes through this one; a prefetched
+    /// page is not followed, so a walk never runs more than one page ahead
+    /// of what was asked of it.
+    private func readNextPage(of root: String, walk id: UInt64, prefetch: Bool) async {
         // nil: the walk is gone; .some(nil): its first page.
         guard let token = state.withLock({ s -> String?? in
             guard let active = s.walks[root], active.id == id else { return nil }
@@ -92,6 +96,9 @@ extension FileSystem {
             guard var active = s.walks[root], active.id == id else { return }
             for (listed, listing) in active.walk.consume(page, readAt: started) { keepListing(listed, listing, &s) }
             active.fetch = nil
+            if !active.walk.finished && !prefetch {
+                active.fetch = Task { await self.readNextPage(of: root, walk: id, prefetch: true) }
+            }
             s.walks[root] = active.walk.finished ? nil : active
         }
     }

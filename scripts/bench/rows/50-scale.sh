@@ -20,6 +20,7 @@ ABSENT_STATS=1000
 bench_group scale
 bench_row ls100k_cold "ls -l of one directory of 100,000 objects, cold (s)" s
 bench_row ls100k_warm "ls -l of it again, warm (s)" s
+bench_row ls100k_local "ls -l of 100,000 files on the local disk, warm (s; ls's own floor, curl column)"
 bench_row stat100k "1,000 stat() of absent names in it, after ls (stat/s)"
 bench_row rss100k "peak RSS of the mount after that (MiB)"
 bench_row walk1m "find over 1,000,000 objects in 1,000 dirs (s)" s
@@ -27,6 +28,10 @@ bench_row rss1m "peak RSS of the mount during that find (MiB)"
 
 scale_seed() {
     local out
+    # the same directory on the local disk: what `ls -l` itself needs
+    mkdir -p "$WORK/local100k"
+    "$PY" -c 'import sys; [open(f"{sys.argv[1]}/f{i:05d}", "w").close() for i in range(int(sys.argv[2]))]' \
+        "$WORK/local100k" "$SCALE_DIR_COUNT"
     scale_server
     out="$(curl -sS --fail -X POST -d "{\"bucket\": \"$BUCKET\", \"prefix\": \"$SCALE_DIR/\", \"files\": $SCALE_DIR_COUNT}" \
         "http://127.0.0.1:$SCALE_PORT/_seed")"
@@ -43,8 +48,18 @@ scale_base() {
     SCALE_BASE="$ENDPOINT"
 }
 
+fs_ls_local() { # warm ls -l of the local directory (once to warm it, then timed)
+    local t0 t1
+    ls -l "$WORK/local100k" >/dev/null
+    t0=$(now)
+    limited ls -l "$WORK/local100k" >/dev/null
+    t1=$(now)
+    diff_s "$t0" "$t1"
+}
+
 scale_curl() {
     local saved="$BASE"
+    [[ "$RTT" != 0 ]] || measure ls100k_local curl fs_ls_local
     scale_base
     BASE="$SCALE_BASE"
     measure ls100k_cold curl curl_list "$SCALE_DIR/" yes big100k "$SCALE_DIR_COUNT"

@@ -865,6 +865,14 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - quiet
         pass
 
+    # Hooks for servers built on this one (firebase_emulator.py): the API
+    # routes (called with STATE.lock held) and the /_ control endpoints.
+    def route(self, method, path, query, headers, body, host):
+        return dispatch(method, path, query, headers, body, host)
+
+    def control(self, method, path, body):
+        return control(method, path, body)
+
     def _read_body(self):
         length = self.headers.get("Content-Length")
         if length:
@@ -928,7 +936,7 @@ class Handler(BaseHTTPRequestHandler):
         method = self.command
         if path.startswith("/_"):
             try:
-                reply = control(method, path, body)
+                reply = self.control(method, path, body)
             except (ValueError, TypeError, AttributeError) as e:
                 reply = Reply.json({"error": "bad control request: %s" % e}, 400)
             self._send(reply)
@@ -943,7 +951,7 @@ class Handler(BaseHTTPRequestHandler):
             host = self.headers.get("Host") or "%s:%d" % self.server.server_address[:2]
             with STATE.lock:
                 try:
-                    reply = dispatch(method, path, query, self.headers, body, host)
+                    reply = self.route(method, path, query, self.headers, body, host)
                 except HTTPError as e:
                     err = error_body(e.code, e.message, e.reason)
                     detail = e.headers.get("detail")

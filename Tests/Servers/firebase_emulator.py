@@ -94,7 +94,11 @@ Test controls (besides fake_gcs.py's ``/_faults``, ``/_reset``,
   ``{"method", "path", "query", "auth"}`` with ``auth`` ``none``, ``admin``,
   ``uid:U`` or ``invalid`` (and ``command``, ``offset``: the
   ``X-Goog-Upload-*`` headers, and ``scheme``, the Authorization
-  header's first word, when sent); ``POST /_firebase/requests/clear``.
+  header's first word, when sent); ``POST /_firebase/requests/clear``
+  empties it and resets the next figure.
+* ``GET /_firebase/concurrency`` ``{"widest": N}``: the most requests
+  (of any kind, control requests included) handled at once since the last
+  clear.
 """
 
 import argparse
@@ -663,12 +667,39 @@ def control(method, path, body):
             return gcs.Reply.json(list(REQUESTS))
         if path == "/_firebase/requests/clear" and method == "POST":
             REQUESTS.clear()
+            with InFlight.lock:
+                InFlight.widest = 0
             return gcs.Reply.json({"ok": True})
+        if path == "/_firebase/concurrency" and method == "GET":
+            with InFlight.lock:
+                # This request itself is in flight too.
+                return gcs.Reply.json({"widest": InFlight.widest})
     return gcs.control(method, path, body)
+
+
+class InFlight:
+    """Requests being handled at once (the widest seen since a reset), to
+    show that a client's requests overlapped."""
+
+    lock = threading.Lock()
+    current = 0
+    widest = 0
 
 
 class Handler(gcs.Handler):
     server_version = "firebase-emulator/1"
+
+    def _counted(self):
+        with InFlight.lock:
+            InFlight.current += 1
+            InFlight.widest = max(InFlight.widest, InFlight.current)
+        try:
+            gcs.Handler._handle(self)
+        finally:
+            with InFlight.lock:
+                InFlight.current -= 1
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _counted
 
     def route(self, method, path, query, headers, body, host):
         try:

@@ -89,6 +89,22 @@ public final class FirebaseAuthCredentials: CredentialsProvider, CustomStringCon
 
     public func invalidate() async { await cache.invalidate() }
 
+    /// A secret kept in a file (a password, a refresh or custom token):
+    /// the file's content without the line break that ends it. Errors name
+    /// the file, never its content.
+    public static func readSecret(fromFile path: String, what: String) throws(CredentialsError) -> String {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw .unreadableFile(path: path, reason: CredentialsError.reason(error))
+        }
+        var value = String(decoding: data, as: UTF8.self)
+        while let last = value.last, last.isNewline { value.removeLast() }
+        guard !value.isEmpty else { throw .emptyToken(source: "the \(what) file \(path)") }
+        return value
+    }
+
     public var description: String { "FirebaseAuthCredentials(\(method.label), \(auth))" }
     public var customMirror: Mirror { Mirror(self, children: ["signIn": method.label]) }
 

@@ -4,14 +4,10 @@ import Foundation
 /// (Firebase Storage's v0 API: each item is a name and a bucket, no size).
 /// readdirplus must answer every entry's attributes, and `ls -l` stats
 /// every entry, so the metadata is fetched at opendir: one stat per item
-/// not fresh in the stat cache, `listingStatWidth` at a time, so that
-/// N objects cost N requests but about N / width round trips.
+/// not fresh in the stat cache, `MountOptions.listingStatWidth` at a time
+/// (16 by default; scripts/bench/firebase_ls.sh measures the choice), so
+/// that N objects cost N requests but about N / width round trips.
 extension FileSystem {
-    /// Stats in flight at once while completing a listing (measured in
-    /// scripts/bench/firebase_ls.sh: 1,000 objects on loopback took
-    /// about as long at 16 as at 64, and several times longer at 1-4).
-    static let listingStatWidth = 16
-
     /// `page` with full metadata for every item: from the stat cache when
     /// fresh, else from the store. An item deleted since it was listed is
     /// left out, and so is one the store lists but will not describe
@@ -31,7 +27,7 @@ extension FileSystem {
         }
         let missing = page.items.map(\.name).filter { known[$0] == nil }
         let store = self.store
-        let fetched = await boundedConcurrently(missing, width: Self.listingStatWidth) { name async throws(StoreError) in
+        let fetched = await boundedConcurrently(missing, width: options.listingStatWidth) { name async throws(StoreError) in
             try await store.stat(name)
         }
         var byName = known

@@ -45,6 +45,9 @@ public struct MountOptions: Sendable, Equatable {
     /// file, and any directory, is EXDEV (mv then copies and deletes
     /// itself).
     public var renameCopyLimit: Int64
+    /// On a store whose listings lack metadata (Firebase's v0), how many
+    /// stats opendir runs at once to complete a listing.
+    public var listingStatWidth: Int
 
     public init(
         uid: UInt32 = getuid(), gid: UInt32 = getgid(),
@@ -55,7 +58,7 @@ public struct MountOptions: Sendable, Equatable {
         readAheadBudget: Int64 = 256 << 20,
         readAheadInitial: Int64 = 1 << 20, readAheadMax: Int64 = 64 << 20,
         prefix: String = "", readOnly: Bool = false, bucket: String = "", streamChunkSize: Int64 = 64 << 20,
-        renameCopyLimit: Int64 = 64 << 20
+        renameCopyLimit: Int64 = 64 << 20, listingStatWidth: Int = 16
     ) {
         self.uid = uid
         self.gid = gid
@@ -74,6 +77,7 @@ public struct MountOptions: Sendable, Equatable {
         self.bucket = bucket
         self.streamChunkSize = max(256 << 10, streamChunkSize / (256 << 10) * (256 << 10))
         self.renameCopyLimit = renameCopyLimit
+        self.listingStatWidth = max(1, listingStatWidth)
     }
 
     /// The prefix as object names use it: "" or segments joined by "/" with

@@ -45,6 +45,9 @@ struct FilesystemFlags: ParsableArguments {
     @Option(name: .customLong("rename-copy-limit"), help: "With a Firebase sign-in (no server-side copy), rename copies files up to this many MiB through bucketfs; larger files and directories are EXDEV (mv then copies and deletes).")
     var renameCopyLimitMiB: Int = 64
 
+    @Option(name: .customLong("listing-stat-width"), help: .hidden)
+    var listingStatWidth: Int = 16
+
     @Option(name: .short, help: "Mount options, comma separated: any long option as name=value, or FUSE options (allow_other, default_permissions, fsname=...).")
     var o: [String] = []
 
@@ -80,6 +83,7 @@ struct FilesystemFlags: ParsableArguments {
         options.cacheSize = Int64(cacheSizeMiB) << 20
         options.readAheadBudget = Int64(readAheadBudgetMiB) << 20
         options.renameCopyLimit = Int64(renameCopyLimitMiB) << 20
+        options.listingStatWidth = listingStatWidth
         let home = ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"
         let directory = cacheDir ?? "\(home)/.cache/bucketfs/\(bucket)"
         do {

@@ -43,7 +43,7 @@ struct FirebaseStoreTests {
         #expect(entries.dropFirst(2).enumerated().allSatisfy { $0.element.entry.attributes.size == UInt64($0.offset) })
         #expect(inner.requestCount(.list) == 1 && inner.requestCount(.stat) == 200)
         let widest = store.widest
-        #expect(widest > 1 && widest <= FileSystem.listingStatWidth, "stats run side by side, bounded: \(widest)")
+        #expect(widest > 1 && widest <= MountOptions().listingStatWidth, "stats run side by side, bounded: \(widest)")
 
         // Within the TTL the listing is reused: no more stats.
         inner.resetCounters()

@@ -96,6 +96,9 @@ Test controls (besides fake_gcs.py's ``/_faults``, ``/_reset``,
   ``X-Goog-Upload-*`` headers, and ``scheme``, the Authorization
   header's first word, when sent); ``POST /_firebase/requests/clear``
   empties it and resets the next figure.
+* ``POST /_latency`` ``{"ms": N}``: every later request (but the ``/_``
+  ones) waits N ms before it is handled, outside any lock, as a round
+  trip to a distant server would (the benchmark's 20 ms rows).
 * ``GET /_firebase/concurrency`` ``{"widest": N}``: the most requests
   (of any kind, control requests included) handled at once since the last
   clear.
@@ -670,6 +673,10 @@ def control(method, path, body):
             with InFlight.lock:
                 InFlight.widest = 0
             return gcs.Reply.json({"ok": True})
+        if path == "/_latency" and method == "POST":
+            with InFlight.lock:
+                InFlight.latency = float(json.loads(body or b"{}").get("ms", 0)) / 1000
+            return gcs.Reply.json({"ok": True})
         if path == "/_firebase/concurrency" and method == "GET":
             with InFlight.lock:
                 # This request itself is in flight too.
@@ -679,11 +686,13 @@ def control(method, path, body):
 
 class InFlight:
     """Requests being handled at once (the widest seen since a reset), to
-    show that a client's requests overlapped."""
+    show that a client's requests overlapped; and the delay every request
+    waits before it is handled (``/_latency``), to stand for a round trip."""
 
     lock = threading.Lock()
     current = 0
     widest = 0
+    latency = 0.0
 
 
 class Handler(gcs.Handler):
@@ -693,6 +702,9 @@ class Handler(gcs.Handler):
         with InFlight.lock:
             InFlight.current += 1
             InFlight.widest = max(InFlight.widest, InFlight.current)
+            latency = InFlight.latency
+        if latency and not self.path.startswith("/_"):
+            time.sleep(latency)
         try:
             gcs.Handler._handle(self)
         finally:

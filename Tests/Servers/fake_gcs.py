@@ -993,14 +993,19 @@ class Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def loopback_arguments(parser):
+    """--host (loopback only) and --port; the parsed arguments."""
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         parser.error("--host must be a loopback address")
-    httpd = Server((args.host, args.port), Handler)
+    return args
+
+
+def serve(host, port, handler):
+    """Serves until SIGTERM/SIGINT; prints READY <port> once listening."""
+    httpd = Server((host, port), handler)
 
     def _stop(signum, frame):
         threading.Thread(target=httpd.shutdown, daemon=True).start()
@@ -1012,6 +1017,11 @@ def main():
         httpd.serve_forever()
     finally:
         httpd.server_close()
+
+
+def main():
+    args = loopback_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
+    serve(args.host, args.port, Handler)
 
 
 if __name__ == "__main__":

@@ -110,7 +110,6 @@ import json
 import os
 import re
 import secrets
-import signal
 import sys
 import threading
 import time
@@ -736,27 +735,12 @@ class Handler(gcs.Handler):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--project", default=Config.project)
     parser.add_argument("--api-key", default=Config.api_key)
     parser.add_argument("--token-lifetime", type=int, default=Config.token_lifetime)
-    args = parser.parse_args()
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        parser.error("--host must be a loopback address")
+    args = gcs.loopback_arguments(parser)
     Config.project, Config.api_key, Config.token_lifetime = args.project, args.api_key, args.token_lifetime
-    httpd = gcs.Server((args.host, args.port), Handler)
-
-    def _stop(signum, frame):
-        threading.Thread(target=httpd.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    print("READY %d" % httpd.server_address[1], flush=True)
-    try:
-        httpd.serve_forever()
-    finally:
-        httpd.server_close()
+    gcs.serve(args.host, args.port, Handler)
 
 
 if __name__ == "__main__":

@@ -105,29 +105,11 @@ import Testing
         let f = try await Fixture(dialect)
         let data = TestEnv.randomData(4 << 20, seed: 12)
         let ref = f.ref("paused.bin", in: f.chunked)
-        let task = ref.putData(data)
-        let statuses = Mutex<[StorageTaskStatus]>([])
-        let pausedAt = Mutex<Int64?>(nil)
-        for status in [StorageTaskStatus.resume, .pause, .success, .failure] {
-            task.observe(status) { snapshot in
-                statuses.withLock { $0.append(status) }
-                if status == .pause { pausedAt.withLock { $0 = snapshot.progress?.completedUnitCount } }
-            }
-        }
-        let pausedOnce = Mutex(false)
-        task.observe(.progress) { snapshot in
-            guard (snapshot.progress?.completedUnitCount ?? 0) >= 1 << 20 else { return }
-            if pausedOnce.withLock({ done in defer { done = true }; return !done }) { task.pause() }
-        }
-        while statuses.withLock({ !$0.contains(.pause) && !$0.contains(.success) }) {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        let offset = try #require(pausedAt.withLock { $0 }, "the upload paused before it finished")
+        let (pausedAt, statuses, stored) = try await TestEnv.pauseOnceAndResume(ref.putData(data), pauseAfter: 1 << 20)
+        let offset = try #require(pausedAt, "the upload paused before it finished")
         #expect(offset > 0 && offset < Int64(data.count) && offset % (256 * 1024) == 0)
-        task.resume()
-        let stored = try await task.completion()
         #expect(stored.size == Int64(data.count))
-        #expect(statuses.withLock { $0 } == [.resume, .pause, .resume, .success])
+        #expect(statuses == [.resume, .pause, .resume, .success])
         #expect(try await f.server.raw.media(ref.fullPath) == data)
         if dialect == .firebase {
             // After the pause: a query, then chunks from the offset it reported.

@@ -22,6 +22,10 @@ matches zero or more segments)::
     match /public/{path=**}      { allow read; allow write: if request.auth != null; }
     // everything else: denied
 
+A bucket whose name starts with ``signed-in`` has the rules of Firebase's
+getting-started guide instead: any signed-in user may read and write
+anything (``allow read, write: if request.auth != null``).
+
 A list request is checked against the listed prefix without its trailing
 slash (listing the root checks ""). A denial is 403 ``{"error": {"code":
 403, "message": "Permission denied. No READ permission."}}`` (LIST, WRITE
@@ -367,10 +371,12 @@ def caller(headers):
     return uid
 
 
-def permitted(op, path, who):
+def permitted(op, path, who, bucket=""):
     """The rules (see the module docstring). op: get, list or write."""
     if who == "admin":
         return True
+    if bucket.startswith("signed-in"):
+        return who is not None
     segments = path.split("/")
     if segments[0] == "users" and len(segments) >= 2 and segments[1]:
         return who is not None and who == segments[1]
@@ -379,8 +385,8 @@ def permitted(op, path, who):
     return False
 
 
-def require(op, path, who):
-    if not permitted(op, path, who):
+def require(op, path, who, bucket=""):
+    if not permitted(op, path, who, bucket):
         word = {"get": "READ", "list": "LIST", "write": "WRITE"}[op]
         raise gcs.HTTPError(403, "Permission denied. No %s permission." % word, "forbidden")
 
@@ -431,7 +437,7 @@ def upload_props(meta, fallback_type):
 
 def v0_list(bucket, query, who):
     prefix = gcs.q1(query, "prefix", "")
-    require("list", prefix[:-1] if prefix.endswith("/") else prefix, who)
+    require("list", prefix[:-1] if prefix.endswith("/") else prefix, who, bucket)
     allowed = {k: v for k, v in query.items() if k in ("prefix", "delimiter", "maxResults", "pageToken")}
     full = json.loads(gcs.h_list(bucket, allowed).body)
     result = {
@@ -448,10 +454,10 @@ def v0_get(bucket, name, query, headers, who):
     # download token opens its object regardless of the rules.
     token = gcs.q1(query, "token")
     if not token:
-        require("get", name, who)
+        require("get", name, who, bucket)
     obj = gcs.live_object(bucket, name, {})
     if token and token not in download_tokens(obj).split(","):
-        require("get", name, who)
+        require("get", name, who, bucket)
     if gcs.q1(query, "alt") != "media":
         return metadata_reply(obj)
     reply = gcs._media_reply(obj, headers)
@@ -461,7 +467,7 @@ def v0_get(bucket, name, query, headers, who):
 
 
 def v0_patch(bucket, name, body, who):
-    require("write", name, who)
+    require("write", name, who, bucket)
     obj = gcs.live_object(bucket, name, {})
     tokens = download_tokens(obj)
     obj.patch(gcs.json_body(body))
@@ -470,7 +476,7 @@ def v0_patch(bucket, name, body, who):
 
 
 def v0_delete(bucket, name, who):
-    require("write", name, who)
+    require("write", name, who, bucket)
     gcs.live_object(bucket, name, {})
     del gcs.STATE.objects[(bucket, name)]
     return gcs.Reply(204)
@@ -485,7 +491,7 @@ def v0_upload(bucket, query, headers, body, host, who):
         raise gcs.bad_request("An object name is required (?name=).")
     protocol = (headers.get("X-Goog-Upload-Protocol") or "").lower()
     if protocol == "multipart":
-        require("write", name, who)
+        require("write", name, who, bucket)
         (_, meta_raw), (part_headers, content) = gcs.parse_multipart(headers.get("Content-Type"), body)
         props = upload_props(gcs.json_body(meta_raw), part_headers.get("content-type"))
         return metadata_reply(gcs.store_object(bucket, name, content, props, {}))
@@ -493,7 +499,7 @@ def v0_upload(bucket, query, headers, body, host, who):
         raise gcs.bad_request("X-Goog-Upload-Protocol must be multipart or resumable.")
     if (headers.get("X-Goog-Upload-Command") or "").lower() != "start":
         raise gcs.bad_request("A resumable upload starts with X-Goog-Upload-Command: start.")
-    require("write", name, who)
+    require("write", name, who, bucket)
     declared = headers.get("X-Goog-Upload-Header-Content-Length")
     upload_id = uuid.uuid4().hex
     gcs.STATE.uploads[upload_id] = {
@@ -565,7 +571,7 @@ def v0_session_command(query, headers, body, who):
         raise gcs.bad_request(
             "The upload declared %d bytes but holds %d." % (session["declared"], len(data))
         )
-    require("write", session["name"], session["who"])
+    require("write", session["name"], session["who"], session["bucket"])
     props = upload_props(session["meta"], session["type"])
     obj = gcs.store_object(session["bucket"], session["name"], bytes(data), props, {})
     session["status"] = "final"

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import Transport
 @testable import StorageKit
 
 /// Every call of the reference model in both dialects, against the same
@@ -227,6 +228,23 @@ import Testing
             _ = try await ref.data(maxSize: 1 << 20)
             Issue.record("a 3 MiB object must not fit in 1 MiB")
         } catch StorageError.downloadSizeExceeded {}
+    }
+
+    @Test(arguments: StorageDialect.allCases)
+    func downloadURLServesTheObjectWithoutCredentials(_ dialect: StorageDialect) async throws {
+        let f = try await Fixture(dialect)
+        let ref = f.ref("shared file.txt")
+        let data = Data("shared with a link".utf8)
+        _ = try await ref.putDataAsync(data)
+        let url = try await ref.downloadURL()
+        let encoded = ref.fullPath.replacingOccurrences(of: "/", with: "%2F").replacingOccurrences(of: " ", with: "%20")
+        #expect(url.absoluteString.hasPrefix("\(f.server.base)/v0/b/\(f.server.bucket)/o/\(encoded)?alt=media&token="))
+        #expect(try await ref.downloadURL() == url, "the same token the next time")
+        let plain = try await TestEnv.transport.send(HTTPRequest(method: .get, url: url.absoluteString, isIdempotent: true))
+        #expect(plain.status == 200 && plain.body == data, "anyone with the URL reads the object")
+        let forged = url.absoluteString.replacingOccurrences(of: "token=", with: "token=x")
+        let refused = try await TestEnv.transport.send(HTTPRequest(method: .get, url: forged, isIdempotent: true))
+        if dialect == .firebase { #expect(refused.status == 403, "a wrong token opens nothing in a user's folder") }
     }
 
     @Test(arguments: StorageDialect.allCases)

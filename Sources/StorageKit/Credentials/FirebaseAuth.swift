@@ -42,8 +42,12 @@ public struct FirebaseAuth: Sendable, CustomStringConvertible, CustomReflectable
         transport: HTTPTransport = .shared
     ) throws(CredentialsError) -> FirebaseAuth {
         var key = apiKey
-        if key == nil, let config = environment["FIREBASE_CONFIG"], !config.isEmpty {
-            key = try FirebaseAppConfiguration.read(config).apiKey
+        if key == nil {
+            do {
+                key = try FirebaseConfig.fromEnvironment(environment)?.apiKey
+            } catch {
+                throw .missingConfiguration("\(error)")
+            }
         }
         guard let key, !key.isEmpty else {
             throw .missingConfiguration("no Firebase API key: give one, or set FIREBASE_CONFIG to the app's configuration with its apiKey")
@@ -167,37 +171,5 @@ struct FirebaseTokenGrant: Sendable {
         self.email = email
         // Counted from when the request was sent, as for OAuth tokens.
         token = AccessToken(value: idToken, expiresAt: requestedAt.addingTimeInterval(lifetime), lifetime: lifetime)
-    }
-}
-
-/// The parts of a Firebase app's configuration StorageKit reads (the
-/// `FIREBASE_CONFIG` convention: the JSON itself, or the path of a file
-/// holding it).
-struct FirebaseAppConfiguration: Sendable {
-    var apiKey: String?
-    var projectID: String?
-    var storageBucket: String?
-
-    static func read(_ value: String) throws(CredentialsError) -> FirebaseAppConfiguration {
-        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
-        let data: Data
-        let source: String
-        if trimmed.hasPrefix("{") {
-            data = Data(trimmed.utf8)
-            source = "FIREBASE_CONFIG"
-        } else {
-            do {
-                data = try Data(contentsOf: URL(fileURLWithPath: trimmed))
-            } catch {
-                throw .unreadableFile(path: trimmed, reason: CredentialsError.reason(error))
-            }
-            source = trimmed
-        }
-        guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            throw .missingConfiguration("\(source) is not a JSON object")
-        }
-        return FirebaseAppConfiguration(
-            apiKey: json["apiKey"] as? String, projectID: json["projectId"] as? String,
-            storageBucket: json["storageBucket"] as? String)
     }
 }

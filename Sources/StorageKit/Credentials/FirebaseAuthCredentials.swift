@@ -89,6 +89,35 @@ public final class FirebaseAuthCredentials: CredentialsProvider, CustomStringCon
 
     public func invalidate() async { await cache.invalidate() }
 
+    /// A Firebase user for the default app (`Storage.storage()`), when the
+    /// environment names one; nil when it names none:
+    /// `STORAGEKIT_FIREBASE_EMAIL` with `STORAGEKIT_FIREBASE_PASSWORD_FILE`,
+    /// or `STORAGEKIT_FIREBASE_REFRESH_TOKEN_FILE`, or
+    /// `STORAGEKIT_FIREBASE_CUSTOM_TOKEN_FILE` (Firebase has no variables
+    /// for a user; these are StorageKit's). The API key and the Auth
+    /// emulator come from `FirebaseAuth.fromEnvironment` (`FIREBASE_CONFIG`,
+    /// `FIREBASE_AUTH_EMULATOR_HOST`).
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment, transport: HTTPTransport = .shared
+    ) throws(CredentialsError) -> FirebaseAuthCredentials? {
+        func value(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        let signIn: SignIn
+        if let email = value("STORAGEKIT_FIREBASE_EMAIL") {
+            guard let file = value("STORAGEKIT_FIREBASE_PASSWORD_FILE") else {
+                throw .missingConfiguration("STORAGEKIT_FIREBASE_EMAIL needs STORAGEKIT_FIREBASE_PASSWORD_FILE")
+            }
+            signIn = .emailPassword(email: email, password: try readSecret(fromFile: file, what: "password"))
+        } else if let file = value("STORAGEKIT_FIREBASE_REFRESH_TOKEN_FILE") {
+            signIn = .refreshToken(try readSecret(fromFile: file, what: "refresh token"))
+        } else if let file = value("STORAGEKIT_FIREBASE_CUSTOM_TOKEN_FILE") {
+            signIn = .customToken(try readSecret(fromFile: file, what: "custom token"))
+        } else {
+            return nil
+        }
+        let auth = try FirebaseAuth.fromEnvironment(environment: environment, transport: transport)
+        return FirebaseAuthCredentials(auth: auth, signIn: signIn)
+    }
+
     /// A secret kept in a file (a password, a refresh or custom token):
     /// the file's content without the line break that ends it. Errors name
     /// the file, never its content.

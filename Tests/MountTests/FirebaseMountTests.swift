@@ -60,13 +60,16 @@ extension MountTests {
                 return (try JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:]
             }
 
-            /// Mounts the whole bucket signed in as `user`.
-            func mount(as user: User, options: [String] = []) async throws -> Mount {
+            /// Mounts the whole bucket signed in as `user`; with `fstabStyle`
+            /// the sign-in goes in `-o name=value` options, as /etc/fstab
+            /// passes them.
+            func mount(as user: User, options: [String] = [], fstabStyle: Bool = false) async throws -> Mount {
                 let host = String(endpoint.dropFirst("http://".count))
-                return try await Mount.start(endpoint: endpoint, bucket: bucket, prefix: "", options: [
-                    "--firebase-api-key", Firebase.apiKey, "--firebase-email", user.email,
-                    "--firebase-password-file", user.passwordFile, "--firebase-auth-emulator", host,
-                ] + options)
+                let signIn = fstabStyle
+                    ? ["-o", "firebase_api_key=\(Firebase.apiKey),firebase_email=\(user.email),firebase_password_file=\(user.passwordFile),firebase_auth_emulator=\(host)"]
+                    : ["--firebase-api-key", Firebase.apiKey, "--firebase-email", user.email,
+                       "--firebase-password-file", user.passwordFile, "--firebase-auth-emulator", host]
+                return try await Mount.start(endpoint: endpoint, bucket: bucket, prefix: "", options: signIn + options)
             }
 
             /// The v0 requests the server saw (with who made them).
@@ -130,6 +133,16 @@ extension MountTests {
             let rm = try await Self.run("/bin/rm", [mine + "/upload.bin"])
             #expect(rm.ok, "\(rm.summary)")
             #expect(try await s.gcs.resource("\(folder)/upload.bin") == nil)
+            // Metadata as xattrs and symbolic links work as on any mount.
+            let setfattr = try await Self.run("/usr/bin/setfattr", ["-n", "user.location", "-v", "Yosemite", mine + "/photos/space.jpg"])
+            #expect(setfattr.ok, "\(setfattr.summary)\nlog:\n\(mount.logTail())")
+            #expect(try await s.gcs.customMetadata("\(folder)/photos/space.jpg")["location"] == "Yosemite")
+            let getfattr = try await Self.run("/usr/bin/getfattr", ["--only-values", "-n", "user.location", mine + "/photos/space.jpg"])
+            #expect(getfattr.out == "Yosemite", "\(getfattr.summary)")
+            let ln = try await Self.run("/bin/ln", ["-s", "photos/space.jpg", mine + "/link.jpg"])
+            #expect(ln.ok, "\(ln.summary)")
+            #expect(try await s.gcs.customMetadata("\(folder)/link.jpg")["gcsfuse_symlink_target"] == "photos/space.jpg")
+            #expect(FileManager.default.contents(atPath: mine + "/link.jpg") == MountEnv.pattern(300_000, seed: 1))
 
             let seen = try await s.requests().filter { ($0["path"] as? String ?? "").hasPrefix("/v0/b/\(s.bucket)") }
             #expect(!seen.isEmpty)
@@ -148,7 +161,7 @@ extension MountTests {
             try await s.gcs.put("users/\(s.b.uid)/secret.txt", Data("B only".utf8))
             try await s.gcs.put("users/\(s.a.uid)/mine.txt", Data("A".utf8))
             try await s.gcs.put("public/notice.txt", Data("for everyone\n".utf8))
-            let mount = try await s.mount(as: s.a)
+            let mount = try await s.mount(as: s.a, fstabStyle: true)
             defer { mount.cleanup() }
             let theirs = mount.at("users/\(s.b.uid)")
 

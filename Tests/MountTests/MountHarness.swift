@@ -487,9 +487,10 @@ final class Mount: @unchecked Sendable {
         return mount
     }
 
-    /// Anonymous unless `options` sign in to Firebase.
+    /// Anonymous unless `options` sign in to Firebase (`--firebase-…`, or
+    /// `-o firebase_…` as fstab gives it).
     func arguments(endpoint: String, bucket: String, prefix: String, options: [String]) -> [String] {
-        let credentials = options.contains { $0.hasPrefix("--firebase-") } ? [] : ["--anonymous"]
+        let credentials = options.contains { $0.hasPrefix("--firebase-") || $0.hasPrefix("firebase_") } ? [] : ["--anonymous"]
         return ["mount", "--endpoint", endpoint] + credentials + ["gs://\(bucket)/\(prefix)", path,
          "--cache-dir", cacheDir, "--log-file", logFile, "--log-level", "debug"] + options
     }

@@ -100,7 +100,8 @@ extension MountTests {
             try await s.gcs.put("\(folder)/photos/space.jpg", MountEnv.pattern(300_000, seed: 1), contentType: "image/jpeg")
             // Tokens of 4 s: the mount must renew them as it goes.
             try await Setup.post(s.endpoint, "/_auth/config", ["tokenLifetime": 4, "localId": s.a.uid])
-            let mount = try await s.mount(as: s.a)
+            // 1 MiB upload chunks: the 5 MiB cp below streams over v0's resumable protocol.
+            let mount = try await s.mount(as: s.a, options: ["--upload-chunk-size", "1"])
             defer { mount.cleanup() }
             let mine = mount.at(folder)
 
@@ -117,6 +118,9 @@ extension MountTests {
             let cp = try await Self.run("/bin/cp", [local, mine + "/upload.bin"])
             #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
             try await ObjectChecks.expect(s.gcs, "\(folder)/upload.bin", holds: data, "cp into A's folder")
+            let commands = try await s.requests().filter { ($0["query"] as? String ?? "").contains("upload.bin") }.compactMap { $0["command"] as? String }
+            #expect(commands.first == "start" && commands.last == "upload, finalize" && commands.count >= 5,
+                    "streamed in 1 MiB chunks: \(commands)")
 
             let append = try await Self.run("/bin/sh", ["-c", "printf 'more\\n' >> '\(mine)/notes.txt'"])
             #expect(append.ok, "\(append.summary)")

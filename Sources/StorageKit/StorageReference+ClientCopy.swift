@@ -6,7 +6,7 @@ extension StorageReference {
     /// metadata is read, its bytes downloaded to a temporary file (checked
     /// against that metadata's CRC32C, so they are that generation's, else
     /// `preconditionFailed`) and uploaded with the same content type,
-    /// standard properties and custom metadata. `ifSourceGenerationMatch`
+    /// standard properties, MD5 and custom metadata. `ifSourceGenerationMatch`
     /// is checked against the metadata read; `ifGenerationMatch` as every
     /// v0 upload checks it (by reading first). Not atomic: the destination
     /// is a new object (its own timeCreated and download token), and a
@@ -30,14 +30,9 @@ extension StorageReference {
         } catch StorageError.nonMatchingChecksum {
             throw StorageError.preconditionFailed("\(self) changed while it was being copied")
         }
-        let metadata = StorageMetadata()
-        metadata.contentType = source.contentType
-        metadata.cacheControl = source.cacheControl
-        metadata.contentDisposition = source.contentDisposition
-        metadata.contentEncoding = source.contentEncoding
-        metadata.contentLanguage = source.contentLanguage
-        metadata.customMetadata = source.customMetadata
+        // An upload sends the writable properties only (the source's MD5
+        // among them, which the server checks against the bytes).
         return try await destination.putFileAsync(
-            from: URL(fileURLWithPath: temporary), metadata: metadata, ifGenerationMatch: ifGenerationMatch)
+            from: URL(fileURLWithPath: temporary), metadata: source, ifGenerationMatch: ifGenerationMatch)
     }
 }

@@ -198,6 +198,26 @@ extension MountTests {
             #expect(!denied.isEmpty && denied.allSatisfy { $0["method"] as? String == "GET" }, "only reads were tried in B's folder: \(denied)")
         }
 
+        @Test("a refused sign-in is exit code 3 with the service's reason and no secret")
+        func refusedSignIn() async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            let wrong = s.scratch + "/wrong.password"
+            try Data("not the password\n".utf8).write(to: URL(fileURLWithPath: wrong))
+            let mountpoint = s.scratch + "/mnt"
+            try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+            let host = String(s.endpoint.dropFirst("http://".count))
+            let result = try await runBucketfs([
+                "mount", "--endpoint", s.endpoint, "gs://\(s.bucket)", mountpoint, "--cache-dir", s.scratch + "/cache",
+                "--firebase-api-key", Self.apiKey, "--firebase-email", s.a.email, "--firebase-password-file", wrong,
+                "--firebase-auth-emulator", host,
+            ])
+            #expect(result.status == 3, "\(result.summary)")
+            #expect(result.stderr.contains("INVALID_PASSWORD"), "\(result.stderr)")
+            #expect(!result.stderr.contains("not the password") && !result.stderr.contains(Self.apiKey), "\(result.stderr)")
+            #expect(!Kernel.isMounted(mountpoint))
+        }
+
         @Test("a write the server refuses at close: EACCES, the bytes in the recovery folder", .timeLimit(.minutes(3)))
         func refusedAtClose() async throws {
             let s = try await Setup()

@@ -123,7 +123,7 @@ extension FileSystem {
         }
         if let cached { return cached }
         if head == nil, let walked = try await listingFromWalk(listed, ttl: ttl) { return walked }
-        let whole = try await wholeListing(of: listed, path: path, after: head?.page)
+        let whole = try await withItemMetadata(wholeListing(of: listed, path: path, after: head?.page), listed: listed)
         let listing = ListingCache.Listing(
             prefixes: whole.prefixes, items: whole.items, readAt: head?.readAt ?? started, completedAt: clock.now)
         state.withLock { keepListing(listed, listing, &$0) }
@@ -157,7 +157,9 @@ extension FileSystem {
     func rememberProbe(of listed: String, _ page: ListPage, readAt: Duration) {
         guard options.statTTL > 0 else { return }
         state.withLock { s in
-            if page.nextPageToken == nil {
+            // Items without their metadata (v0 listings) are completed by
+            // opendir (`withItemMetadata`), which goes on from the head.
+            if page.nextPageToken == nil && store.capabilities.listingsCarryMetadata {
                 keepListing(listed, ListingCache.Listing(prefixes: page.prefixes, items: page.items, readAt: readAt), &s)
                 return
             }

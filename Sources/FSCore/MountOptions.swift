@@ -40,6 +40,14 @@ public struct MountOptions: Sendable, Equatable {
     /// A file written in order streams its upload in pieces of this size
     /// (a multiple of 256 KiB), starting once it holds that much.
     public var streamChunkSize: Int64
+    /// On a store without server-side copy (Firebase's v0), rename copies
+    /// a file through this process only up to this many bytes; a larger
+    /// file, and any directory, is EXDEV (mv then copies and deletes
+    /// itself).
+    public var renameCopyLimit: Int64
+    /// On a store whose listings lack metadata (Firebase's v0), how many
+    /// stats opendir runs at once to complete a listing.
+    public var listingStatWidth: Int
 
     public init(
         uid: UInt32 = getuid(), gid: UInt32 = getgid(),
@@ -49,7 +57,8 @@ public struct MountOptions: Sendable, Equatable {
         cacheDirectory: String? = nil, cacheSize: Int64 = 1 << 30,
         readAheadBudget: Int64 = 256 << 20,
         readAheadInitial: Int64 = 1 << 20, readAheadMax: Int64 = 64 << 20,
-        prefix: String = "", readOnly: Bool = false, bucket: String = "", streamChunkSize: Int64 = 64 << 20
+        prefix: String = "", readOnly: Bool = false, bucket: String = "", streamChunkSize: Int64 = 64 << 20,
+        renameCopyLimit: Int64 = 64 << 20, listingStatWidth: Int = 16
     ) {
         self.uid = uid
         self.gid = gid
@@ -67,6 +76,8 @@ public struct MountOptions: Sendable, Equatable {
         self.readOnly = readOnly
         self.bucket = bucket
         self.streamChunkSize = max(256 << 10, streamChunkSize / (256 << 10) * (256 << 10))
+        self.renameCopyLimit = renameCopyLimit
+        self.listingStatWidth = max(1, listingStatWidth)
     }
 
     /// The prefix as object names use it: "" or segments joined by "/" with

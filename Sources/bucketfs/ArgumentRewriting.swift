@@ -9,8 +9,12 @@ enum ArgumentRewriting {
         "endpoint", "key-file", "token-file", "cache-dir", "cache-size", "read-ahead-budget", "stat-ttl",
         "negative-ttl", "uid", "gid", "file-mode", "dir-mode", "log-level", "log-file", "connect-timeout",
         "stall-timeout", "retry-attempts", "retry-max-time", "upload-chunk-size",
+        "firebase-api-key", "firebase-email", "firebase-password-file", "firebase-refresh-token-file",
+        "firebase-custom-token-file", "firebase-auth-emulator", "rename-copy-limit", "listing-stat-width",
     ]
-    static let flagOptions: Set<String> = ["anonymous", "read-only", "foreground", "allow-other", "retry-pending"]
+    static let flagOptions: Set<String> = [
+        "anonymous", "read-only", "foreground", "allow-other", "retry-pending", "firebase-anonymous",
+    ]
 
     /// `arguments` includes the program name at index 0; so does the result.
     static func rewrite(_ arguments: [String]) -> [String] {

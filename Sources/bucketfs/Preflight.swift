@@ -1,17 +1,28 @@
 import Foundation
+import Logging
 import StorageKit
 
 /// Before mounting: can the bucket be listed? A mount that would answer
 /// every request with EIO is worse than a clear refusal now.
+///
+/// A Firebase user (Security Rules) often may not list the top of a
+/// mount: a refusal there means the sign-in worked and the bucket exists,
+/// so the mount goes ahead and says what the rules allow.
 enum Preflight {
-    static func check(storage: Storage, prefix: String, endpoint: URL) async throws {
+    static func check(storage: Storage, prefix: String, endpoint: URL, logger: Logger) async throws {
         let reference = storage.reference().child(prefix)
+        let firebase = storage.configuration.credentials as? FirebaseAuthCredentials
         do {
             _ = try await reference.listPage(maxResults: 1, pageToken: nil)
+        } catch StorageError.unauthorized(let message) where firebase != nil {
+            logger.notice("the Security Rules do not let this user list gs://\(storage.bucket)/\(prefix); paths they allow can still be reached by name", metadata: ["cause": "\(message)"])
         } catch let error as StorageError {
             throw explain(error, bucket: storage.bucket, endpoint: endpoint)
         } catch {
             throw CLIError.bucket("cannot list gs://\(storage.bucket): \(error)", exitCode: 1)
+        }
+        if let user = firebase?.currentUser {
+            logger.info("signed in to Firebase Auth", metadata: ["uid": "\(user.uid)", "email": "\(user.email ?? "-")"])
         }
     }
 

@@ -147,7 +147,8 @@ public final class InMemoryObjectStore: ObjectStore {
         }
     }
 
-    public var supportsFlatListing: Bool { true }
+    /// Like the stores it plays: only one whose listings carry metadata lists flat.
+    public var supportsFlatListing: Bool { capabilities.listingsCarryMetadata }
 
     public func listFlat(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ObjectPage {
         try state.withLock { s throws(StoreError) in

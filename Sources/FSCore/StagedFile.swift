@@ -61,7 +61,10 @@ final class StagedFile: Sendable {
         var upload: Task<Result<Void, FSError>, Never>?
         /// The upload started while writing in order (see `UploadStream`).
         var stream: UploadStream?
-        var streamStarting = false
+        /// The stream's start request in flight: an upload waits for it, so
+        /// a close right after the first chunk's worth of writes finishes
+        /// that stream instead of racing it with a second, whole upload.
+        var streamStart: Task<Void, Never>?
 
         var dirty: Bool { version != uploadedVersion }
     }

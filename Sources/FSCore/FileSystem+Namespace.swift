@@ -22,9 +22,13 @@ extension FileSystem {
         }
     }
 
-    /// Deletes the object, with its generation as precondition when known
-    /// (so a newer version someone else wrote is not deleted: ESTALE). A
-    /// file created here and not uploaded yet only stops being uploaded.
+    /// Deletes the object, always with its generation as precondition (from
+    /// the cache, else from a stat first): a newer version someone else
+    /// wrote is not deleted (ESTALE), and the delete is safe to retry, so a
+    /// burst of server errors costs time, not the file. Already gone
+    /// (someone else, or a retried attempt whose answer was lost, deleted
+    /// it): done. A file created here and not uploaded yet only stops being
+    /// uploaded.
     public func unlink(parent: UInt64, name: String) async throws(FSError) {
         let path = try existingEntryPath(parent: parent, name: name, "unlink")
         let (kind, staged) = known(path)
@@ -44,7 +48,10 @@ extension FileSystem {
             generation = info.generation
         }
         do {
+            if generation == nil { generation = try await store.stat(objectName(path)).generation }
             try await store.delete(objectName(path), ifGenerationMatch: generation)
+        } catch .notFound {
+            logger.debug("unlink: already gone", metadata: ["object": "\(objectName(path))"])
         } catch {
             state.withLock { $0.stats.invalidate(path) }
             staged?.state.withLock { $0.unlinked = false }
@@ -53,15 +60,20 @@ extension FileSystem {
         forgetName(path)
     }
 
-    /// Deletes the `dir/` placeholder; ENOTEMPTY while anything is below.
+    /// Deletes the `dir/` placeholder (with its generation as precondition,
+    /// so the delete can be retried); ENOTEMPTY while anything is below.
     public func rmdir(parent: UInt64, name: String) async throws(FSError) {
         let path = try existingEntryPath(parent: parent, name: name, "rmdir")
         if let kind = known(path).kind, kind != .directory {
             throw FSError(ENOTDIR, "rmdir of file \(path)")
         }
         if try await hasChildren(path) { throw FSError(ENOTEMPTY, "\(objectName(path))/ is not empty") }
+        let placeholder = objectName(path) + "/"
+        var generation: Int64?
+        if case .directory(let info?)? = state.withLock({ $0.stats.lookup(path, now: clock.now) }) { generation = info.generation }
         do {
-            try await store.delete(objectName(path) + "/", ifGenerationMatch: nil)
+            if generation == nil { generation = try await store.stat(placeholder).generation }
+            try await store.delete(placeholder, ifGenerationMatch: generation)
         } catch .notFound {
             // An implicit directory with nothing below is already gone.
         } catch {

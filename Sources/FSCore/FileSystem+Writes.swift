@@ -149,7 +149,7 @@ extension FileSystem {
             info = streamed
         } else {
             do {
-                info = try await store.put(name, from: staged.file.path, options: options)
+                info = try await putPatiently(name, from: staged.file.path, options: options, reason: reason)
             } catch {
                 return .failure(uploadFailed(staged, name: name, version: snapshot.version, options: options, error, reason))
             }
@@ -167,6 +167,45 @@ extension FileSystem {
         logger.debug("uploaded", metadata: ["object": "\(name)", "size": "\(info.size)", "generation": "\(info.generation)", "on": "\(reason)"])
         return .success(())
     }
+
+    /// `store.put`, attempted again while it fails for a transient reason
+    /// (the store's own retries are spent: an outage, not a blip) until
+    /// `uploadRetryWindow` has passed since the first attempt. Every failed
+    /// attempt is logged at warning, so an outage shows in the log while it
+    /// lasts; the caller (close, fsync) waits meanwhile. The precondition
+    /// stays the same throughout, so an attempt whose answer was lost but
+    /// that did store the object fails the next one with 412 (ESTALE)
+    /// rather than storing it twice.
+    private func putPatiently(_ name: String, from path: String, options: PutOptions, reason: String) async throws(StoreError) -> ObjectInfo {
+        let window = Duration(seconds: self.options.uploadRetryWindow)
+        let started = ContinuousClock.now
+        var wait = Self.uploadRetryFirstWait
+        var attempt = 1
+        while true {
+            do {
+                return try await store.put(name, from: path, options: options)
+            } catch where error.isTransient {
+                let elapsed = ContinuousClock.now - started
+                guard elapsed + wait < window else { throw error }
+                logger.warning("upload failing; retrying", metadata: [
+                    "object": "\(name)", "on": "\(reason)", "attempt": "\(attempt)",
+                    "failing for": "\(Int(elapsed.seconds)) s", "gives up after": "\(Int(window.seconds)) s", "cause": "\(error)",
+                ])
+                do {
+                    try await Task.sleep(for: wait)
+                } catch {
+                    throw StoreError.cancelled
+                }
+                wait = min(wait * 2, Self.uploadRetryMaxWait)
+                attempt += 1
+            }
+        }
+    }
+
+    /// Waits between upload attempts at close: doubling from the first to
+    /// the last (the transport has already waited within each attempt).
+    static let uploadRetryFirstWait: Duration = .milliseconds(500)
+    static let uploadRetryMaxWait: Duration = .seconds(10)
 
     /// What an upload sends besides the bytes: the replaced object's
     /// properties and metadata with the pending changes, and the
@@ -194,10 +233,13 @@ extension FileSystem {
         staged.state.withLock { $0.failedVersion = version }
         let saved = recovery?.save(staged.file.path, objectName: name, options: options, reason: "\(error)")
         let errno = { if case .preconditionFailed = error { return ESTALE } else { return EIO } }()
+        let retried = saved != nil && error.isTransient && retrier != nil
         logger.error("upload failed; the written bytes are kept in the recovery folder", metadata: [
             "object": "\(name)", "on": "\(reason)", "cause": "\(error)", "errno": "\(errno)",
             "recovery": "\(saved ?? "none (no cache directory)")",
+            "background retries": "\(retried ? "yes, while mounted" : "no")",
         ])
+        if retried { retrier?.track([name]) }
         return FSError(errno, "upload of \(name) on \(reason): \(error)")
     }
 
@@ -283,6 +325,34 @@ extension FileSystem {
             let inode = s.inodes.lookup(path, kind: node.kind!)
             return entryReply(attributes(node, inode: inode)!)
         }
+    }
+
+    /// Whether a file of this mount holds unsaved writes for `object`.
+    func isBeingWritten(_ object: String) -> Bool {
+        guard object.hasPrefix(objectPrefix) else { return false }
+        let path = String(object.dropFirst(objectPrefix.count))
+        return state.withLock { s in
+            guard let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode] else { return false }
+            return staged.state.withLock { $0.dirty && !$0.unlinked }
+        }
+    }
+
+    /// A recovery entry was uploaded in the background: the mount shows it.
+    func noteRecovered(_ object: String, _ info: ObjectInfo) {
+        guard object.hasPrefix(objectPrefix) else { return }
+        noteUploaded(String(object.dropFirst(objectPrefix.count)), info)
+    }
+
+    /// Keeps retrying every entry of this bucket in the recovery folder in
+    /// the background, including those earlier mounts left
+    /// (`--retry-pending`); entries of this mount's own failed uploads are
+    /// retried anyway. Returns how many are tracked.
+    @discardableResult
+    public func retryRecoveryEntriesInBackground() -> Int {
+        guard let recovery, let retrier else { return 0 }
+        let objects = recovery.pending().filter { $0.entry.bucket == options.bucket && $0.entry.retryStopped == nil }.map(\.entry.object)
+        retrier.track(objects)
+        return objects.count
     }
 
     func noteUploaded(_ path: String, _ info: ObjectInfo) {

@@ -41,6 +41,9 @@ public final class FileSystem: FileSystemOperations {
     /// Where the bytes of failed uploads are kept (nil without a cache
     /// directory: then a failed upload's bytes stay only until release).
     let recovery: RecoveryFolder?
+    /// Uploads the recovery folder's entries again while mounted (nil
+    /// without a recovery folder or with `recoveryRetryInterval` 0).
+    let retrier: RecoveryRetrier?
 
     struct State: Sendable {
         var inodes = InodeTable()
@@ -105,12 +108,22 @@ public final class FileSystem: FileSystemOperations {
         self.stagingDirectory = staging
         self.recovery = options.cacheDirectory.map { RecoveryFolder(cacheDirectory: $0, bucket: options.bucket, logger: logger) }
         RecoveryFolder.adoptLeftovers(staging: staging, recovery: recovery, logger: logger)
+        self.retrier = recovery.flatMap { folder in
+            options.recoveryRetryInterval > 0
+                ? RecoveryRetrier(
+                    folder: folder, store: store, initialInterval: Duration(seconds: options.recoveryRetryInterval),
+                    maxInterval: Duration(seconds: options.recoveryRetryMaxInterval), logger: logger)
+                : nil
+        }
         self.budget = ReadAheadBudget(limit: options.readAheadBudget)
         self.readAhead = ReadAhead.Configuration(
             initialWindow: options.readAheadInitial, maxWindow: options.readAheadMax,
             blockSize: Int64(blockCache?.blockSize ?? 1 << 20))
         self.state = Mutex(State(stats: StatCache(
             ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL), capacity: options.statCacheCapacity)))
+        retrier?.attach(
+            isBeingWritten: { [weak self] object in self?.isBeingWritten(object) ?? false },
+            uploaded: { [weak self] object, info in self?.noteRecovered(object, info) })
     }
 
     // MARK: - Shared helpers

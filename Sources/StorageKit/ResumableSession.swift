@@ -13,10 +13,11 @@ import Transport
 /// `bytes */total` (or `bytes */*`) asks for the offset without sending.
 /// Every chunk but the last must be a multiple of 256 KiB.
 ///
-/// A chunk that fails for a retryable reason (connection trouble, 5xx) or
-/// is refused because the server's offset differs (400) is handled as
-/// Google recommends: within the transport's retry policy, wait, ask the
-/// server for its offset, adopt it and go on from there.
+/// A chunk that fails for a retryable reason (connection trouble, 408,
+/// 429, 5xx) or is refused because the server's offset differs (400) is
+/// handled as Google recommends: wait, ask the server for its offset, adopt
+/// it and go on from there, within the transport's retry policy counted
+/// from the last progress (see `send`).
 final class ResumableSession: Sendable {
     static let granularity: Int64 = 256 * 1024
 
@@ -85,41 +86,54 @@ final class ResumableSession: Sendable {
     /// The loop behind `append` and `finish`: with `total` nil it returns
     /// nil once the server has everything below `end`; with `total` (then
     /// equal to `end`) it goes on until the server answers with the object.
+    ///
+    /// Retries: a chunk or status query that fails for a retryable reason
+    /// (`isRetryableUploadFailure`), or a chunk the server refuses because
+    /// its offset differs, is followed by a wait (the transport's backoff),
+    /// a status query, and the next chunk from the offset the server
+    /// reports. The retry budget (the transport policy's attempts and total
+    /// time) counts failures since the last byte the server acknowledged:
+    /// a long upload through a flaky network never gives up while it makes
+    /// progress. Chunks and queries are sent once each by the transport
+    /// (not idempotent there), so its retries never multiply with these.
     private func send(
         upTo end: Int64, total: Int64?, progress: @escaping @Sendable (Int64) -> Void
     ) async throws -> StorageMetadata? {
         let uri = try sessionURI()
-        let policy = api.transport.configuration.retry
-        var failures = 0
+        var budget = RetryBudget(policy: api.transport.configuration.retry)
+        var queryFirst = false
         while true {
             try Task.checkCancellation()
-            let offset = acknowledged
-            if total == nil && offset >= end { return nil }
-            guard offset <= end else {
-                throw StorageError.invalidArgument("the server holds \(offset) bytes of \(object), more than the \(end) to send")
-            }
-            let chunkEnd = min(offset + chunkSize, end)
+            let before = acknowledged
             do {
+                if queryFirst, let done = try await queryStatus(uri, total: total) { return done }
+                queryFirst = false
+                let offset = acknowledged
+                if total == nil && offset >= end { return nil }
+                guard offset <= end else {
+                    throw StorageError.invalidArgument("the server holds \(offset) bytes of \(object), more than the \(end) to send")
+                }
+                let chunkEnd = min(offset + chunkSize, end)
                 if let done = try await sendChunk(uri, offset..<chunkEnd, total: total, progress: progress) { return done }
                 // A 308 that kept nothing would loop forever; spend the
                 // retry budget on it like on any other refused chunk.
                 guard acknowledged > offset else {
                     throw StorageError.invalidArgument("the server kept none of bytes \(offset)..<\(chunkEnd)")
                 }
-                failures = 0
+                budget.reset()
                 progress(acknowledged)
             } catch let error as StorageError where error.isRetryableUploadFailure || error.isOffsetDisagreement {
-                // Either the chunk did not get through, or the server holds
-                // a different number of bytes than we thought (a chunk cut by
-                // pause may still have landed): ask it, and go on from there.
-                failures += 1
-                guard failures < policy.maxAttempts else { throw error }
-                let delay = policy.delay(beforeRetry: failures - 1, jitter: Double.random(in: 0..<1))
+                // Either the request did not get through, or the server
+                // holds a different number of bytes than we thought (a cut
+                // chunk may have landed in part): ask it, go on from there.
+                if acknowledged > before { budget.reset() }
+                guard let delay = budget.nextDelay() else { throw error }
                 api.storage.logger.debug("retrying upload chunk", metadata: [
-                    "object": "\(object)", "offset": "\(offset)", "error": "\(error)",
+                    "object": "\(object)", "offset": "\(acknowledged)", "failures": "\(budget.failures)",
+                    "delay": "\(delay)", "error": "\(error)",
                 ])
                 try await Task.sleep(for: delay)
-                if let done = try await queryStatus(total: total) { return done }
+                queryFirst = true
             }
         }
     }
@@ -127,11 +141,25 @@ final class ResumableSession: Sendable {
     /// Asks the server how many bytes of the session it has (`bytes */*`
     /// while the total is unknown); returns the object's metadata when the
     /// session is already finalised, or is finalised by this query (all of
-    /// a known total arrived).
+    /// a known total arrived). Retried within the transport's policy.
     func queryStatus(total: Int64?) async throws -> StorageMetadata? {
+        let uri = try sessionURI()
+        var budget = RetryBudget(policy: api.transport.configuration.retry)
+        while true {
+            do {
+                return try await queryStatus(uri, total: total)
+            } catch let error as StorageError where error.isRetryableUploadFailure {
+                guard let delay = budget.nextDelay() else { throw error }
+                try await Task.sleep(for: delay)
+            }
+        }
+    }
+
+    /// One status query, sent once (its caller retries).
+    private func queryStatus(_ uri: String, total: Int64?) async throws -> StorageMetadata? {
         let request = HTTPRequest(
-            method: .put, url: try sessionURI(), headers: ["Content-Range": "bytes */\(Self.totalLabel(total))"],
-            isIdempotent: true)
+            method: .put, url: uri, headers: ["Content-Range": "bytes */\(Self.totalLabel(total))"],
+            isIdempotent: false)
         return try handleSessionResponse(await api.send(request, object: object, accepting: [308]))
     }
 
@@ -205,10 +233,14 @@ struct UploadResource: Sendable {
 
 extension StorageError {
     /// Failures after which a resumable upload asks the server for its
-    /// offset and goes on: connection trouble and server errors.
+    /// offset and goes on: connection trouble, timeouts, server errors and
+    /// rate limits (429, which the transport hands up at once for a
+    /// request it may not resend itself).
     var isRetryableUploadFailure: Bool {
-        if case .retryLimitExceeded = self { return true }
-        return false
+        switch self {
+        case .retryLimitExceeded, .quotaExceeded: return true
+        default: return false
+        }
     }
 
     /// A 400 on a chunk: the server's offset is not the one the chunk

@@ -9,6 +9,22 @@ enum UploadSource: Sendable {
     /// streaming upload's file is still growing).
     case file(path: String)
 
+    /// The CRC32C of all the bytes.
+    func crc32c() throws -> UInt32 {
+        switch self {
+        case .data(let d):
+            return CRC32C.checksum(d)
+        case .file(let path):
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                throw StorageError.invalidArgument("cannot read \(path)")
+            }
+            defer { try? handle.close() }
+            var crc = CRC32C()
+            while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { crc.update(piece) }
+            return crc.value
+        }
+    }
+
     /// The bytes in `range` as a streaming request body.
     func body(_ range: Range<Int64>) -> RequestBody {
         switch self {
@@ -30,6 +46,8 @@ final class Uploader: Sendable {
     let total: Int64
     private let resource: UploadResource
     private let ifGenerationMatch: Int64?
+    /// The custom metadata sent, to recognise an object an earlier attempt stored.
+    private let customMetadata: [String: String]
     private let api: ObjectAPI
     private let useResumable: Bool
     private let session: ResumableSession
@@ -42,6 +60,7 @@ final class Uploader: Sendable {
         self.api = reference.api
         self.resource = UploadResource(metadata: metadata, name: reference.fullPath)
         self.ifGenerationMatch = ifGenerationMatch
+        self.customMetadata = metadata.customMetadata ?? [:]
         self.useResumable = size > api.configuration.multipartThreshold
         self.session = ResumableSession(reference: reference, source: source)
     }
@@ -78,9 +97,35 @@ final class Uploader: Sendable {
             method: .post, url: url, headers: ["Content-Type": "multipart/related; boundary=\(boundary)"],
             body: body, isIdempotent: ifGenerationMatch != nil,
             uploadProgress: Self.throttled(total: total) { sent in progress(max(0, min(sent - overhead, self.total))) })
-        let response = try await api.send(request, object: reference.fullPath)
+        let response: HTTPResponse
+        do {
+            response = try await api.send(request, object: reference.fullPath)
+        } catch {
+            // The transport resends a request guarded by a precondition when
+            // its answer is lost; if the lost attempt stored the object, the
+            // resend fails its precondition on our own object.
+            guard case .preconditionFailed = error, ifGenerationMatch != nil,
+                let ours = await storedByAnEarlierAttempt()
+            else { throw error }
+            multipartDone.store(true, ordering: .releasing)
+            return ours
+        }
         multipartDone.store(true, ordering: .releasing)
         return try StorageMetadata(resource: ObjectAPI.json(response))
+    }
+
+    /// The live object, if it is exactly what this upload sends (size,
+    /// CRC32C and custom metadata): then an earlier attempt whose answer
+    /// was lost stored it. Nil otherwise, or if that cannot be told.
+    private func storedByAnEarlierAttempt() async -> StorageMetadata? {
+        guard let live = try? await reference.getMetadata(), live.size == total, let crc = live.crc32c,
+            live.customMetadata.map({ stored in customMetadata.allSatisfy { stored[$0.key] == $0.value } }) ?? customMetadata.isEmpty,
+            let local = try? source.crc32c(), CRC32C.base64(local) == crc
+        else { return nil }
+        api.storage.logger.debug("an upload attempt whose answer was lost stored the object", metadata: [
+            "object": "\(reference.fullPath)", "generation": "\(live.generation)",
+        ])
+        return live
     }
 
     // MARK: resumable

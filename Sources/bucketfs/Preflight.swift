@@ -3,11 +3,25 @@ import StorageKit
 
 /// Before mounting: can the bucket be listed? A mount that would answer
 /// every request with EIO is worse than a clear refusal now.
+///
+/// It waits at most `patience` (or the transport's own retry budget, if
+/// shorter): a mistyped endpoint should not hold `mount` for the minute a
+/// request of a running mount may spend retrying.
 enum Preflight {
+    static let patience: Duration = .seconds(15)
+
     static func check(storage: Storage, prefix: String, endpoint: URL) async throws {
         let reference = storage.reference().child(prefix)
+        let listing = Task { try await reference.listPage(maxResults: 1, pageToken: nil) }
+        let deadline = Task {
+            try await Task.sleep(for: patience)
+            listing.cancel()
+        }
+        defer { deadline.cancel() }
         do {
-            _ = try await reference.listPage(maxResults: 1, pageToken: nil)
+            _ = try await listing.value
+        } catch StorageError.cancelled {
+            throw CLIError.bucket("endpoint unreachable: \(endpoint.absoluteString) (no answer within \(Int(patience.seconds)) s)", exitCode: 4)
         } catch let error as StorageError {
             throw explain(error, bucket: storage.bucket, endpoint: endpoint)
         } catch {

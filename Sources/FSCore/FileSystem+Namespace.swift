@@ -10,10 +10,11 @@ extension FileSystem {
     /// the mount's default.
     public func mkdir(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply {
         let path = try newEntryPath(parent: parent, name: name, "mkdir")
-        var metadata = [AttributeMapper.mtimeKey: Self.secondsText(Timestamp(Date()))]
-        if mode & 0o7777 != options.dirMode { metadata[AttributeMapper.modeKey] = String(mode & 0o7777, radix: 8) }
+        var metadata = await newEntryMetadata(parent: parent, type: UInt32(S_IFDIR), mode: mode)
+        metadata[AttributeMapper.mtimeKey] = Self.secondsText(Timestamp(Date()))
         do {
             let info = try await store.put(objectName(path) + "/", from: nil, options: PutOptions(customMetadata: metadata, ifGenerationMatch: 0))
+            touchDirectories(parent)
             return noteCreated(path, .directory(placeholder: info))
         } catch .preconditionFailed {
             throw FSError(EEXIST, "\(objectName(path))/ already exists")
@@ -35,11 +36,17 @@ extension FileSystem {
         if kind == .directory { throw FSError(EISDIR, "unlink of directory \(path)") }
         var generation: Int64?
         if let staged {
-            let base = staged.state.withLock { s -> ObjectInfo? in
+            // No upload starts once it is unlinked; one already under way
+            // (a release's) may still create the object: wait for it, so
+            // that what it stored is deleted too.
+            let inFlight = staged.state.withLock { s in
                 s.unlinked = true
-                return s.base
+                return s.upload
             }
+            if let inFlight { _ = await inFlight.value }
+            let base = staged.state.withLock { $0.base }
             guard let base else {
+                touchDirectories(parent)
                 forgetName(path)
                 return
             }
@@ -57,6 +64,7 @@ extension FileSystem {
             staged?.state.withLock { $0.unlinked = false }
             throw failure(error, "delete", path)
         }
+        touchDirectories(parent)
         forgetName(path)
     }
 
@@ -79,14 +87,18 @@ extension FileSystem {
         } catch {
             throw failure(error, "rmdir", path)
         }
+        touchDirectories(parent)
         forgetName(path, directory: true)
     }
 
     public func symlink(target: String, parent: UInt64, name: String) async throws(FSError) -> EntryReply {
         let path = try newEntryPath(parent: parent, name: name, "symlink")
-        let metadata = [AttributeMapper.symlinkKey: target, AttributeMapper.mtimeKey: Self.secondsText(Timestamp(Date()))]
+        var metadata = await newEntryMetadata(parent: parent, type: UInt32(S_IFLNK), mode: 0o777)
+        metadata[AttributeMapper.symlinkKey] = target
+        metadata[AttributeMapper.mtimeKey] = Self.secondsText(Timestamp(Date()))
         do {
             let info = try await store.put(objectName(path), from: nil, options: PutOptions(customMetadata: metadata, ifGenerationMatch: 0))
+            touchDirectories(parent)
             return noteCreated(path, .file(info))
         } catch .preconditionFailed {
             throw FSError(EEXIST, "\(objectName(path)) already exists")

@@ -21,8 +21,9 @@ extension FileSystem {
         guard mode & UInt32(S_IFMT) == 0 || mode & UInt32(S_IFMT) == UInt32(S_IFREG) else {
             throw FSError(EPERM, "only regular files can be created: \(path)")
         }
+        let metadata = await newEntryMetadata(parent: parent, type: UInt32(S_IFREG), mode: mode)
         let staged = try makeStagedFile(path: path, base: nil, truncated: false)
-        staged.markCreated(mode: mode & 0o7777, defaultMode: options.fileMode)
+        staged.markCreated(metadata: metadata)
         let (inode, entry) = state.withLock { s -> (UInt64, EntryReply) in
             let inode = s.inodes.lookup(path, kind: .file)
             s.stats.invalidate(path)
@@ -32,6 +33,7 @@ extension FileSystem {
         do {
             let open = try await self.open(inode, flags: flags & ~O_TRUNC)
             if state.withLock({ $0.staged[inode] }) !== staged { discard(staged) }
+            touchDirectories(parent)
             return (entry, open)
         } catch {
             forget(inode, lookups: 1)
@@ -39,22 +41,30 @@ extension FileSystem {
         }
     }
 
-    /// A regular file, uploaded at once as an empty object (there is no
-    /// handle whose close would upload it). Devices, FIFOs, sockets: EPERM,
-    /// as on filesystems that cannot store them.
-    public func mknod(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply {
+    /// An empty object, uploaded at once (there is no handle whose close
+    /// would upload it): a regular file, or a FIFO, socket or device file,
+    /// whose type (and device number) its metadata keeps. The kernel gives
+    /// FIFOs and sockets their behaviour locally; the mount is nodev, so a
+    /// device file opens nothing.
+    public func mknod(parent: UInt64, name: String, mode: UInt32, rdev: UInt64) async throws(FSError) -> EntryReply {
         let path = try newEntryPath(parent: parent, name: name, "mknod")
-        guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) || mode & UInt32(S_IFMT) == 0 else {
-            throw FSError(EPERM, "only regular files can be stored in a bucket: \(path)")
+        var type = mode & UInt32(S_IFMT)
+        if type == 0 { type = UInt32(S_IFREG) }
+        guard type == UInt32(S_IFREG) || AttributeMapper.specialTypes.contains(type) else {
+            throw FSError(EINVAL, "mknod of type 0o\(String(type, radix: 8)): \(path)")
         }
-        var metadata: [String: String] = [AttributeMapper.mtimeKey: Self.secondsText(Timestamp(Date()))]
-        if mode & 0o7777 != options.fileMode { metadata[AttributeMapper.modeKey] = String(mode & 0o7777, radix: 8) }
+        var metadata = await newEntryMetadata(parent: parent, type: type, mode: mode)
+        metadata[AttributeMapper.mtimeKey] = Self.secondsText(Timestamp(Date()))
+        if type == UInt32(S_IFCHR) || type == UInt32(S_IFBLK) { metadata[AttributeMapper.rdevKey] = String(rdev) }
         let info: ObjectInfo
         do {
             info = try await store.put(objectName(path), from: nil, options: PutOptions(customMetadata: metadata, ifGenerationMatch: 0))
+        } catch .preconditionFailed {
+            throw FSError(EEXIST, "\(objectName(path)) already exists")
         } catch {
             throw failure(error, "mknod", path)
         }
+        touchDirectories(parent)
         return noteCreated(path, .file(info))
     }
 
@@ -163,7 +173,10 @@ extension FileSystem {
             Glibc.unlink(staged.journalPath)
         }
         recovery?.remove(objectName: name)
-        noteUploaded(path, info)
+        // Only while the name is still this file's: an upload that ends
+        // after the name was unlinked or renamed over must not bring its
+        // old attributes back under that name.
+        if state.withLock({ $0.inodes.inode(forPath: path) == inode }) { noteUploaded(path, info) }
         logger.debug("uploaded", metadata: ["object": "\(name)", "size": "\(info.size)", "generation": "\(info.generation)", "on": "\(reason)"])
         return .success(())
     }
@@ -249,7 +262,7 @@ extension FileSystem {
     func newEntryPath(parent: UInt64, name: String, _ operation: String) throws(FSError) -> String {
         try refuseIfReadOnly("\(operation) of \(name)")
         // One byte kept for the `/` a directory's placeholder adds.
-        return try childPath(parent: parent, name: name, operation, invalidName: EINVAL, reserve: 1)
+        return try childPath(parent: parent, name: name, operation, invalidName: EINVAL, reserve: 1, isNew: true)
     }
 
     func makeStagedFile(path: String, base: ObjectInfo?, truncated: Bool) throws(FSError) -> StagedFile {

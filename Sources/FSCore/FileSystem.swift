@@ -146,10 +146,17 @@ public final class FileSystem: FileSystemOperations {
     /// when the parent is a file, `invalidName` for a name no object can
     /// have, ENAMETOOLONG when the object name (plus `reserve` bytes) would
     /// pass the service's limit.
-    func childPath(parent: UInt64, name: String, _ operation: String, invalidName: Int32 = ENOENT, reserve: Int = 0) throws(FSError) -> String {
+    func childPath(
+        parent: UInt64, name: String, _ operation: String, invalidName: Int32 = ENOENT, reserve: Int = 0, isNew: Bool = false
+    ) throws(FSError) -> String {
         let parentRecord = try record(parent)
         guard parentRecord.kind == .directory else { throw FSError(ENOTDIR, "\(operation) in file \(parentRecord.path)") }
         guard PathRules.isValidEntryName(name) else { throw FSError(invalidName, "no object can be named \(name)") }
+        // NAME_MAX for new names; an existing object with a longer segment
+        // (written by another tool) can still be looked up.
+        guard !isNew || name.utf8.count <= PathRules.maximumNameLength else {
+            throw FSError(ENAMETOOLONG, "\(name.utf8.count) bytes, more than \(PathRules.maximumNameLength)")
+        }
         let path = PathRules.join(parentRecord.path, name)
         guard objectName(path).utf8.count + reserve < PathRules.maximumObjectNameLength else {
             throw FSError(ENAMETOOLONG, objectName(path))
@@ -190,7 +197,7 @@ public final class FileSystem: FileSystemOperations {
         let blocks: UInt64 = (1 << 50) / blockSize
         return FilesystemStatistics(
             blockSize: blockSize, blocks: blocks, freeBlocks: blocks, availableBlocks: blocks,
-            files: 1 << 32, freeFiles: 1 << 32, maximumNameLength: UInt64(PathRules.maximumObjectNameLength))
+            files: 1 << 32, freeFiles: 1 << 32, maximumNameLength: UInt64(PathRules.maximumNameLength))
     }
 
     // MARK: - Introspection (tests, diagnostics)

@@ -85,10 +85,10 @@ final class StagedFile: Sendable {
 
     /// A file made by create: it must reach the bucket even if nothing
     /// is written (`touch`), with its mode when not the mount's default.
-    func markCreated(mode: UInt32, defaultMode: UInt32) {
+    func markCreated(metadata: [String: String]) {
         state.withLock { s in
             s.version += 1
-            if mode != defaultMode { s.pendingMetadata[AttributeMapper.modeKey] = String(mode, radix: 8) }
+            for (key, value) in metadata { s.pendingMetadata[key] = value }
         }
     }
 

@@ -30,6 +30,7 @@ final class ResumableSession: Sendable {
     private struct State {
         var uri: String?
         var acknowledged: Int64 = 0
+        var resource: UploadResource?
     }
 
     private let state = Mutex(State())
@@ -62,7 +63,7 @@ final class ResumableSession: Sendable {
         guard let location = response.headers["location"] else {
             throw StorageError.unknown(message: "resumable upload started without a session URI", response: ServerResponse(response))
         }
-        state.withLock { $0 = State(uri: location, acknowledged: 0) }
+        state.withLock { $0 = State(uri: location, acknowledged: 0, resource: resource) }
     }
 
     /// Sends bytes [acknowledged, end) of the source in chunks, the total
@@ -122,6 +123,13 @@ final class ResumableSession: Sendable {
                 }
                 budget.reset()
                 progress(acknowledged)
+            } catch StorageError.objectNotFound(let name) where total != nil {
+                // Some servers forget a session once it has completed (GCS
+                // answers with the object; the emulator with 404). If the
+                // last chunk's answer was lost, the object is there: ours
+                // if it holds exactly these bytes and metadata.
+                guard let total, let done = await storedAlready(total: total) else { throw StorageError.objectNotFound(name) }
+                return done
             } catch let error as StorageError where error.isRetryableUploadFailure || error.isOffsetDisagreement {
                 // Either the request did not get through, or the server
                 // holds a different number of bytes than we thought (a cut
@@ -161,6 +169,12 @@ final class ResumableSession: Sendable {
             method: .put, url: uri, headers: ["Content-Range": "bytes */\(Self.totalLabel(total))"],
             isIdempotent: false)
         return try handleSessionResponse(await api.send(request, object: object, accepting: [308]))
+    }
+
+    /// The live object, if an earlier attempt of this session stored it.
+    private func storedAlready(total: Int64) async -> StorageMetadata? {
+        guard let resource = state.withLock({ $0.resource }) else { return nil }
+        return await source.storedObject(object, api: api, total: total, customMetadata: resource.customMetadata)
     }
 
     /// Tells the server to drop the session (best effort: one attempt, as
@@ -222,9 +236,12 @@ final class ResumableSession: Sendable {
 struct UploadResource: Sendable {
     let json: Data
     let contentType: String
+    /// The custom metadata sent, to recognise an object an earlier attempt stored.
+    let customMetadata: [String: String]
 
     init(metadata: StorageMetadata, name: String) {
         contentType = metadata.contentType ?? "application/octet-stream"
+        customMetadata = metadata.customMetadata ?? [:]
         var resource = metadata.uploadJSON(name: name)
         resource["contentType"] = contentType
         json = ObjectAPI.jsonBody(resource)

@@ -9,6 +9,24 @@ enum UploadSource: Sendable {
     /// streaming upload's file is still growing).
     case file(path: String)
 
+    /// The live object `name`, if it is exactly what an upload of these
+    /// `total` bytes sends (size, CRC32C, the custom metadata): then an
+    /// earlier attempt whose answer was lost stored it. Nil otherwise, or
+    /// if that cannot be told.
+    func storedObject(_ name: String, api: ObjectAPI, total: Int64, customMetadata: [String: String]) async -> StorageMetadata? {
+        let request = HTTPRequest(method: .get, url: api.objectURL(name), isIdempotent: true)
+        guard let response = try? await api.send(request, object: name),
+            let live = try? StorageMetadata(resource: ObjectAPI.json(response)),
+            live.size == total, let crc = live.crc32c,
+            live.customMetadata.map({ stored in customMetadata.allSatisfy { stored[$0.key] == $0.value } }) ?? customMetadata.isEmpty,
+            let local = try? crc32c(), CRC32C.base64(local) == crc
+        else { return nil }
+        api.storage.logger.debug("an upload attempt whose answer was lost stored the object", metadata: [
+            "object": "\(name)", "generation": "\(live.generation)",
+        ])
+        return live
+    }
+
     /// The CRC32C of all the bytes.
     func crc32c() throws -> UInt32 {
         switch self {
@@ -114,18 +132,8 @@ final class Uploader: Sendable {
         return try StorageMetadata(resource: ObjectAPI.json(response))
     }
 
-    /// The live object, if it is exactly what this upload sends (size,
-    /// CRC32C and custom metadata): then an earlier attempt whose answer
-    /// was lost stored it. Nil otherwise, or if that cannot be told.
     private func storedByAnEarlierAttempt() async -> StorageMetadata? {
-        guard let live = try? await reference.getMetadata(), live.size == total, let crc = live.crc32c,
-            live.customMetadata.map({ stored in customMetadata.allSatisfy { stored[$0.key] == $0.value } }) ?? customMetadata.isEmpty,
-            let local = try? source.crc32c(), CRC32C.base64(local) == crc
-        else { return nil }
-        api.storage.logger.debug("an upload attempt whose answer was lost stored the object", metadata: [
-            "object": "\(reference.fullPath)", "generation": "\(live.generation)",
-        ])
-        return live
+        await source.storedObject(reference.fullPath, api: api, total: total, customMetadata: customMetadata)
     }
 
     // MARK: resumable

@@ -83,5 +83,8 @@ let package = Package(
             dependencies: ["StorageKit", "Transport"],
             resources: [.copy("Fixtures")]
         ),
+        // The Swift samples of the Firebase Storage documents (shared/seeds),
+        // compiled as written against StorageKit; SeedSampleTests runs them.
+        .executableTarget(name: "SeedSamples", dependencies: ["StorageKit"], path: "Tests/SeedSamples"),
     ]
 )

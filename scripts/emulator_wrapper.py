@@ -58,6 +58,11 @@ the HTTP server around them and patches a few functions. The fixes:
    ``X-Http-Status-Code-Override: 308``. The emulator always sent 308, so
    every rclone upload larger than one chunk failed. Now a request with that
    header gets the 200 form; without it, the 308 is unchanged.
+10. UTF-8 names in multipart uploads. The emulator read the JSON part of a
+   ``multipart/related`` upload as text through the email package, which
+   replaced every non-ASCII byte with U+FFFD: an object named ``naïve.txt``
+   was stored as ``na\ufffd\ufffdve.txt``. The part's bytes are now
+   decoded as the UTF-8 JSON they are.
 
 Also: ``--request-log PATH`` appends one line per request,
 ``METHOD<TAB>PATH<TAB>QUERY`` (path and query exactly as sent, query empty
@@ -82,6 +87,7 @@ import threading
 import traceback
 import zlib
 from datetime import datetime, timezone
+from email.parser import BytesParser
 from functools import partial
 from http import HTTPStatus
 from http.server import ThreadingHTTPServer
@@ -302,6 +308,34 @@ for _regex, _methods in emu_server.HANDLERS:
         elif _func is _orig_ls:
             _methods[_method] = _ls
 
+
+# --- 10. multipart metadata is UTF-8 ------------------------------------------
+
+_orig_read_data = emu_server._read_data
+
+
+def _read_data(request_handler, query):
+    """The emulator's body parser, except that the JSON part of a
+    ``multipart/related`` upload is decoded from its bytes as UTF-8 (JSON's
+    encoding): the emulator took the email package's text of it, which
+    turns every non-ASCII byte into U+FFFD, so ``naïve.txt`` was stored
+    under a garbled name."""
+    content_type = request_handler.headers.get("Content-Type") or ""
+    if not content_type.startswith("multipart/related"):
+        return _orig_read_data(request_handler, query)
+    raw = emu_server._decode_raw_data(emu_server._read_raw_data(request_handler), request_handler)
+    if not raw:
+        return None
+    header = ("Content-Type:" + content_type + "\r\n").encode("utf-8")
+    payload = BytesParser().parsebytes(header + raw).get_payload()
+    return {
+        "meta": json.loads(payload[0].get_payload(decode=True)),
+        "content": payload[1].get_payload(decode=True),
+        "content-type": payload[1].get_content_type(),
+    }
+
+
+emu_server._read_data = _read_data  # Request looks it up at call time
 
 # --- 1./2. threaded HTTP/1.1 server ------------------------------------------
 

@@ -6,30 +6,69 @@ import Transport
 /// The entry point of StorageKit, as in the Firebase SDK: one `Storage` per
 /// bucket, from which references are made.
 ///
-///     let storage = Storage.storage(url: "gs://my-bucket")
+///     let storage = Storage.storage()                      // the default app's bucket (FIREBASE_CONFIG)
+///     let other = Storage.storage(url: "gs://my-bucket")
 ///     let ref = storage.reference().child("images/space.jpg")
 ///
 /// Where requests go: `https://storage.googleapis.com` by default; the
 /// `STORAGE_EMULATOR_HOST` environment variable (as Google's client libraries
 /// read it: `host:port` or a URL) or `useEmulator(withHost:port:)` point it
 /// at an emulator with anonymous credentials; `StorageConfiguration` sets any
-/// endpoint and credentials explicitly.
+/// endpoint and credentials explicitly. `Storage+DefaultApp.swift` explains
+/// how `storage()` and `storage(url:)` find their bucket and credentials.
 public final class Storage: Sendable {
     public let bucket: String
     private let settings: Mutex<StorageConfiguration>
+    private let callbacks: Mutex<DispatchQueue>
+    /// Set when this instance cannot make requests (no bucket configured):
+    /// its references are unusable with this reason (see `StoragePath`).
+    let unusableReason: String?
     let logger: Logger
 
     public init(bucket: String, configuration: StorageConfiguration = StorageConfiguration()) {
         self.bucket = bucket
         self.settings = Mutex(configuration)
+        self.callbacks = Mutex(DispatchQueue(label: "StorageKit.callbacks.\(bucket)"))
+        self.unusableReason = nil
         self.logger = configuration.logger
     }
 
-    /// A `Storage` for `gs://bucket` (a path after the bucket is ignored).
-    /// Honours `STORAGE_EMULATOR_HOST`.
-    public static func storage(url: String, configuration: StorageConfiguration = .fromEnvironment()) -> Storage {
+    /// A `Storage` whose every request fails with `invalidArgument(reason)`.
+    init(unusable reason: String, configuration: StorageConfiguration) {
+        self.bucket = ""
+        self.settings = Mutex(configuration)
+        self.callbacks = Mutex(DispatchQueue(label: "StorageKit.callbacks"))
+        self.unusableReason = reason
+        self.logger = configuration.logger
+    }
+
+    /// A new `Storage` for `gs://bucket` (a path after the bucket is
+    /// ignored) with exactly `configuration`; `storage(url:)` without a
+    /// configuration is the shared, default-app instance.
+    public static func storage(url: String, configuration: StorageConfiguration) -> Storage {
         let bucket = (try? StorageURL.parse(url).bucket) ?? url
         return Storage(bucket: bucket, configuration: configuration)
+    }
+
+    /// The queue completion handlers run on (`getMetadata { metadata, error in }`
+    /// and every other `completion:` form).
+    ///
+    /// The default is a serial queue of this instance, served by Dispatch's
+    /// own threads: it needs no run loop, so a program may block its main
+    /// thread while it waits for a completion. Set `.main` to have them on
+    /// the main thread, as on Apple platforms, only if something serves the
+    /// main queue (`dispatchMain()`, `RunLoop.main.run()`, an `async` main);
+    /// otherwise they never run. Handlers on a serial queue run one at a
+    /// time, in the order the operations finished; a handler that blocks
+    /// waiting for another completion on the same serial queue deadlocks.
+    /// The queue is read when an operation starts.
+    ///
+    /// Upload-task observers (`observe(_:handler:)`) do not use this queue:
+    /// they run on the upload's own task, in order, before `completion()`
+    /// returns (see `StorageUploadTask`).
+    public var callbackQueue: DispatchQueue {
+        get { callbacks.withLock { $0 } }
+        set { callbacks.withLock { $0 = newValue } }
     }
 
     /// Points this instance at an emulator on `host:port`, anonymously.
@@ -45,7 +84,7 @@ public final class Storage: Sendable {
 
     /// The reference to the root of the bucket.
     public func reference() -> StorageReference {
-        StorageReference(storage: self, path: StoragePath(""))
+        StorageReference(storage: self, path: usable(StoragePath("")))
     }
 
     /// The reference to `path` in this bucket.
@@ -59,18 +98,53 @@ public final class Storage: Sendable {
     /// object operations (metadata, upload, download, delete, copy), not for
     /// navigation.
     public func reference(objectName name: String) -> StorageReference {
-        StorageReference(storage: self, path: StoragePath(verbatim: name))
+        StorageReference(storage: self, path: usable(StoragePath(verbatim: name)))
     }
 
-    /// The reference named by a `gs://bucket/path` (or https download) URL.
-    /// Throws `invalidArgument` when the URL is malformed or names another
-    /// bucket (where Firebase would raise an exception).
-    public func reference(forURL url: String) throws -> StorageReference {
+    /// The reference named by a `gs://bucket/path` (or https download) URL,
+    /// as Firebase's `reference(forURL:)`.
+    ///
+    /// Firebase traps on a malformed URL or one in another bucket; a server
+    /// process must not. Here such input gives an *unusable* reference
+    /// (`isUsable` is false, its path is the root, and its description says
+    /// why): every operation on it, or on any reference derived from it with
+    /// `child`, `parent` or `root`, fails with `StorageError.invalidArgument`
+    /// naming the URL and the reason, and nothing is sent. The problem is
+    /// also logged as a warning. To find out at once, use
+    /// `reference(validatingURL:)`, which throws instead.
+    public func reference(forURL url: String) -> StorageReference {
+        do throws(StorageError) {
+            return try reference(validatingURL: url)
+        } catch {
+            logger.warning("reference(forURL:) made an unusable reference", metadata: ["reason": "\(error)"])
+            return StorageReference(storage: self, path: .unusable(Self.reason(error)))
+        }
+    }
+
+    /// `reference(forURL:)` that throws `invalidArgument` when the URL is
+    /// malformed or names another bucket.
+    public func reference(validatingURL url: String) throws(StorageError) -> StorageReference {
+        if let unusableReason { throw StorageError.invalidArgument(unusableReason) }
         let parsed = try StorageURL.parse(url)
         guard parsed.bucket == bucket else {
             throw StorageError.invalidArgument("\(url) is in bucket \(parsed.bucket), not in \(bucket)")
         }
         return reference().child(parsed.path)
+    }
+
+    /// Firebase's throwing form: `reference(validatingURL: url.absoluteString)`.
+    public func reference(for url: URL) throws(StorageError) -> StorageReference {
+        try reference(validatingURL: url.absoluteString)
+    }
+
+    private func usable(_ path: StoragePath) -> StoragePath {
+        unusableReason.map(StoragePath.unusable) ?? path
+    }
+
+    /// The message of an `invalidArgument`, else the error's description.
+    static func reason(_ error: StorageError) -> String {
+        if case .invalidArgument(let message) = error { return message }
+        return error.description
     }
 }
 

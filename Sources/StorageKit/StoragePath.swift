@@ -9,9 +9,18 @@ import Foundation
 ///
 /// Only the joined string is stored: `fullPath` is what nearly every caller
 /// needs (URLs, cache keys), and `name`/`parent` are cheap slices of it.
+///
+/// A path can be *unusable* (`unusableReason` set): that is how the
+/// non-throwing `Storage.reference(forURL:)` and a `Storage` without a
+/// bucket answer bad input without trapping. Every path derived from it
+/// (child, parent, root) stays unusable, and every request made through it
+/// fails with `StorageError.invalidArgument(unusableReason)` before anything
+/// is sent, so a bad URL can never read or write some other object.
 struct StoragePath: Sendable, Hashable, CustomStringConvertible {
     /// The segments joined by `/`; "" at the root.
     let fullPath: String
+    /// Why no request may be made through this path; nil for usable paths.
+    let unusableReason: String?
 
     /// The most bytes of UTF-8 an object name may have (Cloud Storage's limit).
     static let maxObjectNameBytes = 1024
@@ -22,15 +31,21 @@ struct StoragePath: Sendable, Hashable, CustomStringConvertible {
         self.init(normalised: Self.normalise(string))
     }
 
-    private init(normalised: String) {
+    private init(normalised: String, unusableReason: String? = nil) {
         self.fullPath = normalised
+        self.unusableReason = unusableReason
     }
 
     /// An object name taken exactly as given, without normalisation: the
     /// filesystem must reach objects Firebase paths cannot name, such as
     /// the directory placeholder `dir/`.
     init(verbatim name: String) {
-        self.fullPath = name
+        self.init(normalised: name)
+    }
+
+    /// The root path, unusable for `reason`.
+    static func unusable(_ reason: String) -> StoragePath {
+        StoragePath(normalised: "", unusableReason: reason)
     }
 
     /// Joins the non-empty segments of `string` with single slashes.
@@ -54,16 +69,19 @@ struct StoragePath: Sendable, Hashable, CustomStringConvertible {
     /// One level up; nil at the root (a top-level path's parent is the root).
     var parent: StoragePath? {
         if isRoot { return nil }
-        guard let slash = fullPath.lastIndex(of: "/") else { return .root }
-        return StoragePath(normalised: String(fullPath[..<slash]))
+        guard let slash = fullPath.lastIndex(of: "/") else { return root }
+        return StoragePath(normalised: String(fullPath[..<slash]), unusableReason: unusableReason)
     }
+
+    /// The bucket's root (unusable if this path is).
+    var root: StoragePath { unusableReason == nil ? .root : StoragePath(normalised: "", unusableReason: unusableReason) }
 
     /// `path` below this one; `path` may hold several segments.
     func child(_ path: String) -> StoragePath {
         let tail = Self.normalise(path)
         if tail.isEmpty { return self }
-        if isRoot { return StoragePath(normalised: tail) }
-        return StoragePath(normalised: fullPath + "/" + tail)
+        if isRoot { return StoragePath(normalised: tail, unusableReason: unusableReason) }
+        return StoragePath(normalised: fullPath + "/" + tail, unusableReason: unusableReason)
     }
 
     /// Whether `other` is this path or lies below it.
@@ -81,6 +99,7 @@ struct StoragePath: Sendable, Hashable, CustomStringConvertible {
     /// not an object, so nothing can be uploaded to, read from or deleted
     /// at it.
     func validateForObject() throws(StorageError) {
+        try validateForListing()
         if isRoot {
             throw StorageError.invalidArgument("the root reference is not an object; use a child reference")
         }
@@ -94,6 +113,11 @@ struct StoragePath: Sendable, Hashable, CustomStringConvertible {
         if fullPath.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
             throw StorageError.invalidArgument("object path must not contain a carriage return or line feed")
         }
+    }
+
+    /// Listing needs no object name (the root lists), only a usable path.
+    func validateForListing() throws(StorageError) {
+        if let unusableReason { throw StorageError.invalidArgument(unusableReason) }
     }
 
     var description: String { fullPath }

@@ -79,6 +79,7 @@ extension StorageReference {
     public func listPage(
         maxResults: Int64, pageToken: String?, includeTrailingDelimiter: Bool = true
     ) async throws -> StorageListResult {
+        try path.validateForListing()
         guard (1...1000).contains(maxResults) else {
             throw StorageError.invalidArgument("maxResults must be between 1 and 1000, not \(maxResults)")
         }

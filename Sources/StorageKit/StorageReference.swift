@@ -33,7 +33,7 @@ public struct StorageReference: Sendable, Hashable, CustomStringConvertible {
 
     /// The root of the bucket.
     public func root() -> StorageReference {
-        StorageReference(storage: storage, path: .root)
+        StorageReference(storage: storage, path: path.root)
     }
 
     /// The path inside the bucket, e.g. `"images/space.jpg"`; "" at the root.
@@ -45,8 +45,19 @@ public struct StorageReference: Sendable, Hashable, CustomStringConvertible {
     /// The bucket's name.
     public var bucket: String { storage.bucket }
 
-    /// `gs://bucket/path` (`gs://bucket/` at the root).
-    public var description: String { "gs://\(bucket)/\(fullPath)" }
+    /// `gs://bucket/path` (`gs://bucket/` at the root); an unusable
+    /// reference (see `Storage.reference(forURL:)`) also says why.
+    public var description: String {
+        guard let reason = path.unusableReason else { return "gs://\(bucket)/\(fullPath)" }
+        return "gs://\(bucket)/\(fullPath) (unusable: \(reason))"
+    }
+
+    /// Whether requests can be made through this reference. False only for
+    /// what `Storage.reference(forURL:)` made of an invalid URL (and what
+    /// was derived from it) and for references of a `Storage` that has no
+    /// bucket: every operation on those fails with
+    /// `StorageError.invalidArgument` naming the reason.
+    public var isUsable: Bool { path.unusableReason == nil }
 
     // Two references are equal when they name the same place, whichever
     // `Storage` instance made them (`Storage` itself compares by identity).

@@ -6,7 +6,9 @@ public enum StorageTaskStatus: Int, Sendable {
 }
 
 /// What an observer receives: the task, its reference, progress so far and,
-/// at the end, the object's metadata or the error.
+/// at the end, the object's metadata or the error. `error` is a
+/// `StorageNSError`, so `snapshot.error as? NSError` works as in Firebase
+/// (`StorageError(snapshot.error!)` gives the typed error).
 ///
 /// Immutable once made; the non-Sendable `Progress` and `Error` inside are
 /// never mutated after init, which is why `@unchecked Sendable` is sound.
@@ -29,7 +31,7 @@ public final class StorageTaskSnapshot: @unchecked Sendable, CustomStringConvert
         progress.completedUnitCount = completed
         self.progress = progress
         self.metadata = metadata
-        self.error = error
+        self.error = error.map { StorageError($0).bridged }
     }
 
     public var description: String {

@@ -5,15 +5,19 @@ import Synchronization
 /// pause, resume or cancel it.
 ///
 /// Events: `.resume` when it starts or resumes, `.progress` as bytes are
-/// acknowledged, `.pause`, then exactly one of `.success` or `.failure`
-/// (cancel ends in failure with `StorageError.cancelled`). All observers are
-/// removed after success or failure.
+/// acknowledged (the last one at 100%, before success), `.pause`, then
+/// exactly one of `.success` or `.failure` (cancel ends in failure with
+/// `StorageError.cancelled`; the snapshot's `error` is a `StorageNSError`).
+/// All observers are removed after success or failure.
 ///
 /// An observer receives every event of its status, including those that
 /// happened before it was attached: events are recorded and replayed on
 /// `observe`, so observing a tiny upload right after creating it never
-/// misses its success. Handlers run on the uploader's thread, in order;
-/// keep them short.
+/// misses its success. Handlers run on the uploader's thread, in order,
+/// and all have run when `completion()` returns; keep them short. (Unlike
+/// Firebase, not on `storage.callbackQueue`: that queue may be `.main`
+/// with nothing serving it, and observers must see every event anyway.
+/// The `completion:` handlers of `putData`/`putFile` do run there.)
 public final class StorageUploadTask: Sendable {
     public typealias Handler = @Sendable (StorageTaskSnapshot) -> Void
 
@@ -147,6 +151,14 @@ public final class StorageUploadTask: Sendable {
             let previous = s.worker
             s.worker = Task { [self] in
                 await previous?.value
+                // pause() or cancel() may have come while the previous run
+                // was unwinding: then this run never starts.
+                switch state.withLock({ $0.phase }) {
+                case .running: break
+                case .paused: return emit(.pause)
+                case .cancelled: return await abandonCancelled()
+                case .finished: return
+                }
                 emit(.resume)
                 do {
                     let metadata = try await uploader.run { [self] completed in
@@ -154,13 +166,14 @@ public final class StorageUploadTask: Sendable {
                     }
                     finish(.success(metadata))
                 } catch {
-                    switch state.withLock({ $0.phase }) {
-                    case .paused:
+                    if state.withLock({ $0.phase }) == .cancelled {
+                        await abandonCancelled()
+                    } else if Task.isCancelled {
+                        // Stopped by pause(). The phase may already be
+                        // .running again: a resume() right after the pause
+                        // has queued the next run behind this one.
                         emit(.pause)
-                    case .cancelled:
-                        finish(.failure(StorageError.cancelled))
-                        await uploader.abandon()
-                    default:
+                    } else {
                         finish(.failure(error))
                     }
                 }
@@ -168,11 +181,23 @@ public final class StorageUploadTask: Sendable {
         }
     }
 
-    private func emit(_ status: StorageTaskStatus, completed: Int64? = nil, metadata: StorageMetadata? = nil, error: (any Error)? = nil) {
+    private func abandonCancelled() async {
+        finish(.failure(StorageError.cancelled))
+        await uploader.abandon()
+    }
+
+    /// Records and delivers an event. Once the outcome is decided only
+    /// `finish` emits (its last progress and the success or failure), so
+    /// the final snapshot is always the outcome.
+    private func emit(
+        _ status: StorageTaskStatus, completed: Int64? = nil, metadata: StorageMetadata? = nil, error: (any Error)? = nil,
+        finishing: Bool = false
+    ) {
         let snapshot = StorageTaskSnapshot(
             task: self, status: status, completed: completed ?? uploader.acknowledged, total: uploader.total,
             metadata: metadata, error: error)
         let handlers = state.withLock { s -> [Handler] in
+            guard finishing || s.outcome == nil else { return [] }
             s.history.append(snapshot)
             return s.observers.filter { $0.status == status }.map(\.handler)
         }
@@ -188,9 +213,15 @@ public final class StorageUploadTask: Sendable {
         guard first else { return }
         switch outcome {
         case .success(let metadata):
-            emit(.success, completed: uploader.total, metadata: metadata)
+            // Progress observers see 100% before success (the transport's
+            // progress is throttled and may stop short of the last byte).
+            let reported = state.withLock { $0.history.last { $0.status == .progress }?.progress?.completedUnitCount }
+            if uploader.total > 0, reported != uploader.total {
+                emit(.progress, completed: uploader.total, finishing: true)
+            }
+            emit(.success, completed: uploader.total, metadata: metadata, finishing: true)
         case .failure(let error):
-            emit(.failure, error: error)
+            emit(.failure, error: error, finishing: true)
         }
         let waiters = state.withLock { s -> [CheckedContinuation<StorageMetadata, any Error>] in
             s.phase = .finished

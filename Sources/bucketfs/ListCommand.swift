@@ -16,7 +16,7 @@ struct ListCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try storageOptions.configuration()
         let storage = Storage.storage(url: url, configuration: configuration)
-        let reference = try storage.reference(forURL: url)
+        let reference = try storage.reference(validatingURL: url)
         do {
             let result = try await reference.listAll()
             for prefix in result.prefixes { print("\(prefix.name)/") }

@@ -13,7 +13,7 @@ struct PutCommand: AsyncParsableCommand {
 
     func run() async throws {
         let storage = Storage.storage(url: url, configuration: try storageOptions.configuration())
-        let reference = try storage.reference(forURL: url)
+        let reference = try storage.reference(validatingURL: url)
         do {
             let stored = try await reference.putFileAsync(from: URL(fileURLWithPath: file))
             print("\(stored.fullPath)\t\(stored.size) bytes\tgeneration \(stored.generation)")
@@ -35,7 +35,7 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         let storage = Storage.storage(url: url, configuration: try storageOptions.configuration())
-        let reference = try storage.reference(forURL: url)
+        let reference = try storage.reference(validatingURL: url)
         do {
             if let range {
                 let bounds = range.split(separator: "-").compactMap { Int64($0) }

@@ -20,7 +20,7 @@ import Testing
         var spaceRef = storageRef.child("images/space.jpg")
         #expect(spaceRef.fullPath == "images/space.jpg")
         #expect(imagesRef.fullPath == "images", "child does not change the receiver")
-        spaceRef = try storage.reference(forURL: "gs://my-bucket/images/space.jpg")
+        spaceRef = storage.reference(forURL: "gs://my-bucket/images/space.jpg")
         #expect(spaceRef == storageRef.child("images/space.jpg"))
 
         #expect(spaceRef.parent() == imagesRef)
@@ -187,9 +187,49 @@ import Testing
     }
 
     @Test func referenceForURL() throws {
-        let ref = try storage.reference(forURL: "https://firebasestorage.googleapis.com/v0/b/my-bucket/o/a%2Fb.txt")
+        let ref = storage.reference(forURL: "https://firebasestorage.googleapis.com/v0/b/my-bucket/o/a%2Fb.txt")
         #expect(ref.fullPath == "a/b.txt")
         #expect(ref.name == "b.txt")
-        #expect(throws: StorageError.self) { try storage.reference(forURL: "gs://other-bucket/a") }
+        #expect(ref.isUsable)
+        #expect(try storage.reference(validatingURL: "gs://my-bucket/a/b.txt") == ref)
+        #expect(try storage.reference(for: URL(string: "gs://my-bucket/a/b.txt")!) == ref)
+        #expect(throws: StorageError.self) { try storage.reference(validatingURL: "gs://other-bucket/a") }
+        #expect(throws: StorageError.self) { try storage.reference(validatingURL: "not a url") }
+    }
+
+    /// Firebase traps on these; StorageKit gives a reference that refuses
+    /// every operation, as do all references derived from it.
+    @Test func invalidURLGivesAnUnusableReference() async throws {
+        // Nothing listens on port 9: a request that went out would fail
+        // with retryLimitExceeded, not invalidArgument.
+        let storage = Storage(bucket: "my-bucket", configuration: StorageConfiguration(
+            endpoint: URL(string: "http://127.0.0.1:9")!, transport: TestEnv.transport))
+        for url in ["gs://other-bucket/images/space.jpg", "images/space.jpg", "ftp://my-bucket/a"] {
+            let bad = storage.reference(forURL: url)
+            #expect(!bad.isUsable)
+            #expect(bad.fullPath == "")
+            #expect(bad.description.contains("unusable"))
+            for derived in [bad, bad.child("x/y.txt"), bad.child("x").parent()!, bad.child("x").root()] {
+                #expect(!derived.isUsable)
+                await Self.expectInvalidArgument(mentioning: url) { _ = try await derived.getMetadata() }
+                await Self.expectInvalidArgument(mentioning: url) { _ = try await derived.listAll() }
+                await Self.expectInvalidArgument(mentioning: url) { try await derived.delete() }
+                await Self.expectInvalidArgument(mentioning: url) { _ = try await derived.putDataAsync(Data("x".utf8)) }
+                await Self.expectInvalidArgument(mentioning: url) { _ = try await derived.downloadURL() }
+            }
+            #expect(bad != storage.reference())
+            #expect(bad.child("a") != storage.reference().child("a"))
+        }
+    }
+
+    static func expectInvalidArgument(mentioning text: String, _ body: () async throws -> Void) async {
+        do {
+            try await body()
+            Issue.record("expected invalidArgument")
+        } catch StorageError.invalidArgument(let message) {
+            #expect(message.contains(text), "\(message)")
+        } catch {
+            Issue.record("expected invalidArgument, got \(error)")
+        }
     }
 }

@@ -115,16 +115,15 @@ final class Uploader: Sendable {
             method: .post, url: url, headers: ["Content-Type": "multipart/related; boundary=\(boundary)"],
             body: body, isIdempotent: ifGenerationMatch != nil,
             uploadProgress: Self.throttled(total: total) { sent in progress(max(0, min(sent - overhead, self.total))) })
-        let response: HTTPResponse
-        do {
-            response = try await api.send(request, object: reference.fullPath)
-        } catch {
+        let response = try await api.send(request, object: reference.fullPath, accepting: [412])
+        if response.status == 412 {
             // The transport resends a request guarded by a precondition when
             // its answer is lost; if the lost attempt stored the object, the
-            // resend fails its precondition on our own object.
-            guard case .preconditionFailed = error, ifGenerationMatch != nil,
-                let ours = await storedByAnEarlierAttempt()
-            else { throw error }
+            // resend fails its precondition on our own object. A 412 on the
+            // first attempt is someone else's object, whatever it holds.
+            guard response.attempts > 1, let ours = await storedByAnEarlierAttempt() else {
+                throw StorageError.from(response: response, bucket: api.bucket, object: reference.fullPath)
+            }
             multipartDone.store(true, ordering: .releasing)
             return ours
         }

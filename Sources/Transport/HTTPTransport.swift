@@ -60,7 +60,8 @@ public final class HTTPTransport: Sendable {
                 outcome = .failure(error)
             }
             switch outcome {
-            case .success(let response):
+            case .success(var response):
+                response.attempts = budget.failures + 1
                 guard request.isIdempotent, RetryPolicy.isRetryable(status: response.status) else { return response }
                 reason = "HTTP \(response.status)"
             case .failure(let error):
@@ -74,7 +75,9 @@ public final class HTTPTransport: Sendable {
                     "attempts": "\(budget.failures)", "reason": "\(reason)",
                 ])
                 switch outcome {
-                case .success(let response): return response
+                case .success(var response):
+                    response.attempts = budget.failures
+                    return response
                 case .failure(let error): throw error
                 }
             }

@@ -50,8 +50,9 @@ extension FileSystem {
     /// A truncate through a handle changes the staged file (uploaded at
     /// close); one by path stages, truncates and uploads at once.
     private func truncate(_ inode: UInt64, _ path: String, to size: Int64) async throws(FSError) {
-        if let staged = state.withLock({ $0.staged[inode] }) {
-            try await staged.truncate(to: size, now: Timestamp(Date()))
+        // A staged file whose last release is uploading it takes the change
+        // into another upload; one retired meanwhile does not.
+        if let staged = state.withLock({ $0.staged[inode] }), try await staged.truncate(to: size, now: Timestamp(Date())) {
             return
         }
         let info = try await currentInfo(path)

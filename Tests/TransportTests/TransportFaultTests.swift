@@ -35,10 +35,11 @@ import Testing
 
     @Test func oneRequestsBackoffNeverDelaysAnother() async throws {
         // Slow backoff, so that a shared one would show: the failing request
-        // waits 0.4 s and more between its attempts.
+        // waits 1 s, then 2 s, between its attempts.
         let slow = HTTPTransport(configuration: TransportConfiguration(
             connectTimeout: .seconds(2),
-            retry: RetryPolicy(maxAttempts: 4, initialBackoff: .milliseconds(400), maxBackoff: .seconds(2), totalTimeout: .seconds(20))))
+            retry: RetryPolicy(maxAttempts: 4, initialBackoff: .seconds(1), maxBackoff: .seconds(4), totalTimeout: .seconds(20))),
+            random: { 0 })
         let server = try TestServers.fakeGCS()
         let failing = "burst-\(UUID().uuidString)", healthy = "calm-\(UUID().uuidString)"
         for name in [failing, healthy] {
@@ -60,8 +61,8 @@ import Testing
         let firstResponse = try await first
         #expect(firstResponse.status == 200)
         let firstTook = clock.now - started
-        #expect(firstTook >= .milliseconds(1200), "two retries with 0.4 s and 0.8 s backoff took \(firstTook)")
-        #expect(healthyTimes.allSatisfy { $0 < .milliseconds(400) }, "unrelated requests waited: \(healthyTimes)")
+        #expect(firstTook >= .seconds(3), "two retries with 1 s and 2 s backoff took \(firstTook)")
+        #expect(healthyTimes.allSatisfy { $0 < .seconds(1) }, "unrelated requests waited: \(healthyTimes)")
     }
 
     @Test func nonIdempotentRequestsAreNotRetried() async throws {

@@ -145,7 +145,8 @@ public final class FileSystem: FileSystemOperations {
     /// The path of entry `name` in directory `parent`, checked: ENOTDIR
     /// when the parent is a file, `invalidName` for a name no object can
     /// have, ENAMETOOLONG when the object name (plus `reserve` bytes) would
-    /// pass the service's limit.
+    /// pass the service's limit or, for a new name (`isNew`), when the name
+    /// passes NAME_MAX.
     func childPath(
         parent: UInt64, name: String, _ operation: String, invalidName: Int32 = ENOENT, reserve: Int = 0, isNew: Bool = false
     ) throws(FSError) -> String {

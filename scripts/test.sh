@@ -3,14 +3,17 @@
 #
 # 1. scripts/setup.sh (Debian packages, .build/venv with the pinned servers);
 # 2. starts the wrapped GCS emulator (scripts/emulator.sh, in memory, bucket
-#    bucketfs-test) and Tests/Servers/fake_gcs.py, each on a free loopback port;
+#    bucketfs-test), Tests/Servers/fake_gcs.py and
+#    Tests/Servers/firebase_emulator.py, each on a free loopback port;
 # 3. exports for the tests:
 #      BUCKETFS_TEST_EMULATOR=http://127.0.0.1:PORT   (emulator)
 #      BUCKETFS_TEST_FAKE_GCS=http://127.0.0.1:PORT2  (fake_gcs.py)
+#      BUCKETFS_TEST_FIREBASE=http://127.0.0.1:PORT3  (firebase_emulator.py:
+#        Storage v0, Auth, rules; API key fake-api-key, project demo-bucketfs)
 #      BUCKETFS_TEST_PYTHON=<repo>/.build/venv/bin/python
 #      BUCKETFS_TEST_REPO=<repo>
 # 4. swift build --build-tests, then swift test "$@"; exits with swift test's
-#    status. On any exit both servers are stopped (by their saved PIDs) and
+#    status. On any exit the servers are stopped (by their saved PIDs) and
 #    every mountpoint listed in .build/servers/mounts (one per line, written
 #    by tests) is lazily unmounted.
 set -euo pipefail
@@ -18,7 +21,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$(pwd)"
 SERVERS="$REPO/.build/servers"
-FAKE_DIR="$SERVERS/fake"
 MOUNTS="$SERVERS/mounts"
 PY="$REPO/.build/venv/bin/python"
 
@@ -34,18 +36,21 @@ unmount_listed() {
     rm -f "$MOUNTS"
 }
 
-fake_pid() {
-    [[ -f "$FAKE_DIR/pid" ]] || return 1
+# Our own servers (Tests/Servers/NAME.py), each with a directory
+# .build/servers/NAME holding pid, port, stdout and stderr.
+server_pid() {
+    local dir="$SERVERS/$1"
+    [[ -f "$dir/pid" ]] || return 1
     local pid
-    pid="$(cat "$FAKE_DIR/pid")"
+    pid="$(cat "$dir/pid")"
     [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
-    grep -q fake_gcs.py "/proc/$pid/cmdline" 2>/dev/null || return 1
+    grep -q "$1.py" "/proc/$pid/cmdline" 2>/dev/null || return 1
     echo "$pid"
 }
 
-stop_fake() {
+stop_server() {
     local pid
-    if pid="$(fake_pid)"; then
+    if pid="$(server_pid "$1")"; then
         kill "$pid" 2>/dev/null || true
         for _ in $(seq 1 100); do
             kill -0 "$pid" 2>/dev/null || break
@@ -53,7 +58,7 @@ stop_fake() {
         done
         kill -9 "$pid" 2>/dev/null || true
     fi
-    rm -f "$FAKE_DIR/pid" "$FAKE_DIR/port"
+    rm -f "$SERVERS/$1/pid" "$SERVERS/$1/port"
 }
 
 # shellcheck disable=SC2317 # invoked by trap
@@ -61,30 +66,35 @@ cleanup() {
     local status=$?
     set +e
     unmount_listed
-    stop_fake
+    stop_server fake_gcs
+    stop_server firebase_emulator
     bash "$REPO/scripts/emulator.sh" stop --name emulator
     exit "$status"
 }
 
-start_fake() {
-    mkdir -p "$FAKE_DIR"
-    rm -f "$FAKE_DIR/stdout" "$FAKE_DIR/stderr"
-    "$PY" "$REPO/Tests/Servers/fake_gcs.py" --host 127.0.0.1 --port 0 \
-        >"$FAKE_DIR/stdout" 2>"$FAKE_DIR/stderr" </dev/null &
+# start_server NAME [ARGS...]: runs Tests/Servers/NAME.py on a free port and
+# waits for its READY line.
+start_server() {
+    local name="$1" dir="$SERVERS/$1"
+    shift
+    mkdir -p "$dir"
+    rm -f "$dir/stdout" "$dir/stderr"
+    "$PY" "$REPO/Tests/Servers/$name.py" --host 127.0.0.1 --port 0 "$@" \
+        >"$dir/stdout" 2>"$dir/stderr" </dev/null &
     local pid=$!
-    echo "$pid" >"$FAKE_DIR/pid"
+    echo "$pid" >"$dir/pid"
     local deadline=$((SECONDS + 20)) port=""
     while true; do
-        port="$(sed -n 's/^READY \([0-9][0-9]*\)$/\1/p' "$FAKE_DIR/stdout" 2>/dev/null || true)"
+        port="$(sed -n 's/^READY \([0-9][0-9]*\)$/\1/p' "$dir/stdout" 2>/dev/null || true)"
         [[ -n "$port" ]] && break
         if ! kill -0 "$pid" 2>/dev/null || ((SECONDS >= deadline)); then
-            echo "test.sh: fake_gcs.py did not become READY; stderr:" >&2
-            cat "$FAKE_DIR/stderr" >&2 || true
+            echo "test.sh: $name.py did not become READY; stderr:" >&2
+            cat "$dir/stderr" >&2 || true
             exit 1
         fi
         sleep 0.05
     done
-    echo "$port" >"$FAKE_DIR/port"
+    echo "$port" >"$dir/port"
 }
 
 say "setup (scripts/setup.sh)"
@@ -92,24 +102,28 @@ bash "$REPO/scripts/setup.sh"
 
 # Leftovers of an interrupted run.
 unmount_listed
-stop_fake
+stop_server fake_gcs
+stop_server firebase_emulator
 bash "$REPO/scripts/emulator.sh" stop --name emulator
 
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-say "starting GCS emulator (scripts/emulator.sh) and fake GCS (Tests/Servers/fake_gcs.py)"
+say "starting GCS emulator (scripts/emulator.sh), fake GCS and Firebase servers (Tests/Servers/)"
 bash "$REPO/scripts/emulator.sh" start --name emulator
-start_fake
+start_server fake_gcs
+start_server firebase_emulator
 
 BUCKETFS_TEST_EMULATOR="http://127.0.0.1:$(cat "$SERVERS/emulator/port")"
-BUCKETFS_TEST_FAKE_GCS="http://127.0.0.1:$(cat "$FAKE_DIR/port")"
-export BUCKETFS_TEST_EMULATOR BUCKETFS_TEST_FAKE_GCS
+BUCKETFS_TEST_FAKE_GCS="http://127.0.0.1:$(cat "$SERVERS/fake_gcs/port")"
+BUCKETFS_TEST_FIREBASE="http://127.0.0.1:$(cat "$SERVERS/firebase_emulator/port")"
+export BUCKETFS_TEST_EMULATOR BUCKETFS_TEST_FAKE_GCS BUCKETFS_TEST_FIREBASE
 export BUCKETFS_TEST_PYTHON="$PY"
 export BUCKETFS_TEST_REPO="$REPO"
 say "BUCKETFS_TEST_EMULATOR=$BUCKETFS_TEST_EMULATOR"
 say "BUCKETFS_TEST_FAKE_GCS=$BUCKETFS_TEST_FAKE_GCS"
+say "BUCKETFS_TEST_FIREBASE=$BUCKETFS_TEST_FIREBASE"
 
 say "swift build --build-tests"
 swift build --build-tests

@@ -71,7 +71,7 @@ extension FileSystem {
         if ttl > .zero, let cached = state.withLock({ $0.listings[listed] }), started - cached.readAt < ttl {
             return (cached.prefixes, cached.items)
         }
-        let whole = try await wholeListing(of: listed, path: path)
+        let whole = try await withItemMetadata(wholeListing(of: listed, path: path), listed: listed)
         rememberListing(of: listed, whole.prefixes, whole.items, readAt: started)
         return (whole.prefixes, whole.items)
     }

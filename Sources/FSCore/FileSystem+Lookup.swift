@@ -109,6 +109,12 @@ extension FileSystem {
     /// the object itself, its `path/` placeholder (which makes an empty
     /// directory exist and carries its metadata), and one listed name
     /// below `path/` (an implicit directory). A directory wins over a file.
+    ///
+    /// Under Security Rules (`accessRulesPerPath`) the store may refuse
+    /// all three. At the top of the mount such a name is taken for a
+    /// directory the user may not list: `users/` in a bucket where only
+    /// `users/UID/` is readable must be entered to reach it (its opendir
+    /// is EACCES). Deeper down a refusal is EACCES.
     func probe(_ path: String) async throws(FSError) -> StatCache.Node {
         let name = objectName(path)
         async let file = statResult(name)
@@ -117,25 +123,35 @@ extension FileSystem {
         let (fileResult, placeholderResult, childrenResult) = await (file, placeholder, children)
 
         var placeholderInfo: ObjectInfo?
+        var refusal: (StoreError, String)?
         switch placeholderResult {
         case .success(let info): placeholderInfo = info
         case .failure(.notFound): placeholderInfo = nil
+        case .failure(.permissionDenied(let m)): refusal = (.permissionDenied(m), path + "/")
         case .failure(let error): throw failure(error, "stat", path + "/")
         }
-        let page: ListPage
+        var hasChildren = false
         switch childrenResult {
-        case .success(let p): page = p
+        case .success(let page):
+            hasChildren = !page.prefixes.isEmpty || !page.items.isEmpty || !page.placeholderPrefixes.isEmpty || page.nextPageToken != nil
+        case .failure(.permissionDenied(let m)): refusal = refusal ?? (.permissionDenied(m), path + "/")
         case .failure(let error): throw failure(error, "list", path + "/")
         }
-        let hasChildren = !page.prefixes.isEmpty || !page.items.isEmpty || !page.placeholderPrefixes.isEmpty || page.nextPageToken != nil
         if placeholderInfo != nil || hasChildren {
             return .directory(placeholder: placeholderInfo)
         }
         switch fileResult {
         case .success(let info): return .file(info)
-        case .failure(.notFound): return .absent
+        case .failure(.notFound): break
+        case .failure(.permissionDenied(let m)): refusal = refusal ?? (.permissionDenied(m), path)
         case .failure(let error): throw failure(error, "stat", path)
         }
+        guard let (error, refusedPath) = refusal else { return .absent }
+        if store.capabilities.accessRulesPerPath && !path.contains("/") {
+            logger.debug("refused name at the top of the mount taken for a directory", metadata: ["object": "\(name)"])
+            return .directory(placeholder: nil)
+        }
+        throw failure(error, "stat", refusedPath)
     }
 
     /// A stale entry of a known inode: a file needs one stat (whether a
@@ -167,8 +183,11 @@ extension FileSystem {
             let page = try await store.list(prefix: prefix, pageToken: nil, maxResults: 1)
             // A page without a next token is the whole listing (a directory
             // of at most one entry, or a server that ignores maxResults):
-            // keep it, so the opendir that usually follows asks nothing.
-            if page.nextPageToken == nil { rememberListing(of: prefix, page.prefixes, page.items, readAt: started) }
+            // keep it, so the opendir that usually follows asks nothing
+            // (unless its items lack their metadata).
+            if page.nextPageToken == nil && store.capabilities.listingsCarryMetadata {
+                rememberListing(of: prefix, page.prefixes, page.items, readAt: started)
+            }
             return .success(page)
         } catch {
             return .failure(error)

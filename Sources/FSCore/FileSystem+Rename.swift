@@ -14,6 +14,10 @@ import Glibc
 /// time) before any is deleted, so an interruption leaves every object in
 /// at least one place. It is not atomic: other clients may see both trees
 /// for a while.
+///
+/// A store without server-side copy (Firebase's v0) renames files up to
+/// `renameCopyLimit` (the copy goes through this process) and answers
+/// EXDEV for larger files and for directories.
 extension FileSystem {
     static let renameWidth = 8
 
@@ -38,7 +42,7 @@ extension FileSystem {
             if let inFlight { _ = await inFlight.value }
         }
         do {
-            try await rename(source, sourceKind, to: target, flags: flags)
+            try await rename(source, sourceNode, sourceKind, to: target, flags: flags)
         } catch {
             replaced?.state.withLock { $0.unlinked = false }
             throw error
@@ -46,10 +50,13 @@ extension FileSystem {
         touchDirectories(parent, newParent)
     }
 
-    private func rename(_ source: String, _ sourceKind: InodeTable.Kind, to target: String, flags: RenameFlags) async throws(FSError) {
+    private func rename(
+        _ source: String, _ sourceNode: StatCache.Node, _ sourceKind: InodeTable.Kind, to target: String, flags: RenameFlags
+    ) async throws(FSError) {
         let targetNode = try await node(target)
         if flags.contains(.noReplace), targetNode.kind != nil { throw FSError(EEXIST, "\(objectName(target)) exists") }
 
+        try checkCopyable(source, sourceNode)
         switch (sourceKind, targetNode) {
         case (.directory, .file):
             throw FSError(ENOTDIR, "cannot replace file \(target) with a directory")
@@ -68,6 +75,22 @@ extension FileSystem {
             var expected: Int64? = flags.contains(.noReplace) ? 0 : nil
             if case .file(let info) = targetNode { expected = info.generation } else if targetNode == .absent { expected = 0 }
             try await renameFile(source, to: target, ifTargetGeneration: expected)
+        }
+    }
+
+    /// On a store that copies through this process (Firebase's v0), only
+    /// files up to `renameCopyLimit` are renamed here; anything else is
+    /// EXDEV, on which mv(1) copies and deletes by itself, and other
+    /// programs learn the rename cannot be done in one step.
+    private func checkCopyable(_ source: String, _ node: StatCache.Node) throws(FSError) {
+        guard !store.capabilities.serverSideCopy else { return }
+        switch node {
+        case .directory:
+            throw FSError(EXDEV, "rename of directory \(objectName(source)): the store has no server-side copy")
+        case .file(let info) where info.size > options.renameCopyLimit:
+            throw FSError(EXDEV, "rename of \(objectName(source)) (\(info.size) bytes): the store has no server-side copy, and it is over the limit of \(options.renameCopyLimit) bytes")
+        default:
+            return
         }
     }
 
@@ -195,25 +218,8 @@ extension FileSystem {
     private func forEach<T: Sendable>(
         _ objects: [ObjectInfo], _ what: String, _ body: @escaping @Sendable (ObjectInfo) async throws(StoreError) -> T
     ) async throws(FSError) -> [T] {
-        let results = await withTaskGroup(of: Result<T, StoreError>.self) { group in
-            var results: [Result<T, StoreError>] = []
-            var iterator = objects.makeIterator()
-            func next() -> Bool {
-                guard let object = iterator.next() else { return false }
-                group.addTask {
-                    do throws(StoreError) { return .success(try await body(object)) } catch { return .failure(error) }
-                }
-                return true
-            }
-            for _ in 0..<Self.renameWidth where !next() { break }
-            while let result = await group.next() {
-                results.append(result)
-                _ = next()
-            }
-            return results
-        }
         var values: [T] = []
-        for result in results {
+        for result in await boundedConcurrently(objects, width: Self.renameWidth, body) {
             switch result {
             case .success(let value): values.append(value)
             case .failure(let error): throw FSError(error.errno == ENOENT ? EIO : error.errno, "directory rename, \(what): \(error)")

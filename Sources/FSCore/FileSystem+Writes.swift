@@ -9,8 +9,10 @@ import Glibc
 /// file: `put` of the whole staged file with the generation it replaces as
 /// `ifGenerationMatch` (0 for a new file), its content type and custom
 /// metadata kept, `goog-reserved-file-mtime` set to the local mtime. If the
-/// precondition fails, ESTALE and nothing is overwritten; any other failure
-/// is EIO. Either way the bytes are copied to the recovery folder first.
+/// precondition fails, ESTALE and nothing is overwritten; if the store
+/// refuses the write (credentials, IAM, Security Rules), EACCES; any other
+/// failure is EIO. Either way the bytes are copied to the recovery folder
+/// first.
 extension FileSystem {
     func refuseIfReadOnly(_ what: @autoclosure () -> String) throws(FSError) {
         if options.readOnly { throw FSError(EROFS, "read-only mount: \(what())") }
@@ -239,13 +241,18 @@ extension FileSystem {
     }
 
     /// Keeps the bytes in the recovery folder and says where; ESTALE when
-    /// someone else changed the object, EIO for everything else.
+    /// someone else changed the object, EACCES when the store refused the
+    /// write, EIO for everything else.
     private func uploadFailed(
         _ staged: StagedFile, name: String, version: UInt64, options: PutOptions, _ error: StoreError, _ reason: String
     ) -> FSError {
         staged.state.withLock { $0.failedVersion = version }
         let saved = recovery?.save(staged.file.path, objectName: name, options: options, reason: "\(error)")
-        let errno = { if case .preconditionFailed = error { return ESTALE } else { return EIO } }()
+        let errno: Int32 = switch error {
+        case .preconditionFailed: ESTALE
+        case .permissionDenied, .unauthenticated: EACCES
+        default: EIO
+        }
         let retried = saved != nil && error.isTransient && retrier != nil
         logger.error("upload failed; the written bytes are kept in the recovery folder", metadata: [
             "object": "\(name)", "on": "\(reason)", "cause": "\(error)", "errno": "\(errno)",

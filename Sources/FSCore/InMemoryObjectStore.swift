@@ -45,10 +45,19 @@ public final class InMemoryObjectStore: ObjectStore {
     /// Reported as every object's `bucket`.
     public let bucket: String
 
-    public init(now: @escaping @Sendable () -> Date = { Date() }, chunkSize: Int = 64 << 10, bucket: String = "in-memory") {
+    /// What it pretends to lack: with `listingsCarryMetadata` false its
+    /// listings name items only, as Firebase's v0 does (copy and access
+    /// rules work as configured through `faultHook`).
+    public let capabilities: StoreCapabilities
+
+    public init(
+        now: @escaping @Sendable () -> Date = { Date() }, chunkSize: Int = 64 << 10, bucket: String = "in-memory",
+        capabilities: StoreCapabilities = .full
+    ) {
         self.now = now
         self.chunkSize = max(1, chunkSize)
         self.bucket = bucket
+        self.capabilities = capabilities
     }
 
     // MARK: - Test controls
@@ -124,7 +133,9 @@ public final class InMemoryObjectStore: ObjectStore {
                     if s.objects[sub] != nil { page.placeholderPrefixes.insert(sub) }
                     lastKey = sub
                 } else {
-                    page.items.append(s.objects[name]!.info)
+                    let info = s.objects[name]!.info
+                    page.items.append(capabilities.listingsCarryMetadata ? info
+                        : ObjectInfo(name: name, size: 0, generation: 0, metageneration: 0, updated: Date(timeIntervalSince1970: 0)))
                     lastKey = name
                     index += 1
                 }

@@ -52,6 +52,14 @@ public struct MountOptions: Sendable, Equatable {
     /// retries (entries wait for `--retry-pending`).
     public var recoveryRetryInterval: TimeInterval
     public var recoveryRetryMaxInterval: TimeInterval
+    /// On a store without server-side copy (Firebase's v0), rename copies
+    /// a file through this process only up to this many bytes; a larger
+    /// file, and any directory, is EXDEV (mv then copies and deletes
+    /// itself).
+    public var renameCopyLimit: Int64
+    /// On a store whose listings lack metadata (Firebase's v0), how many
+    /// stats opendir runs at once to complete a listing.
+    public var listingStatWidth: Int
 
     public init(
         uid: UInt32 = getuid(), gid: UInt32 = getgid(),
@@ -63,7 +71,8 @@ public struct MountOptions: Sendable, Equatable {
         readAheadInitial: Int64 = 1 << 20, readAheadMax: Int64 = 64 << 20,
         prefix: String = "", readOnly: Bool = false, bucket: String = "", streamChunkSize: Int64 = 64 << 20,
         uploadRetryWindow: TimeInterval = 120, recoveryRetryInterval: TimeInterval = 10,
-        recoveryRetryMaxInterval: TimeInterval = 300
+        recoveryRetryMaxInterval: TimeInterval = 300,
+        renameCopyLimit: Int64 = 64 << 20, listingStatWidth: Int = 16
     ) {
         self.uid = uid
         self.gid = gid
@@ -84,6 +93,8 @@ public struct MountOptions: Sendable, Equatable {
         self.uploadRetryWindow = uploadRetryWindow
         self.recoveryRetryInterval = recoveryRetryInterval
         self.recoveryRetryMaxInterval = max(recoveryRetryInterval, recoveryRetryMaxInterval)
+        self.renameCopyLimit = renameCopyLimit
+        self.listingStatWidth = max(1, listingStatWidth)
     }
 
     /// The prefix as object names use it: "" or segments joined by "/" with

@@ -39,6 +39,42 @@ public protocol ObjectStore: Sendable {
     /// Changes custom metadata keys (nil deletes a key) and standard
     /// properties (nil deletes a property) in one request.
     func patch(_ name: String, _ patch: MetadataPatch, ifMetagenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo
+
+    /// What this store can and cannot do (default: everything, as the
+    /// Cloud Storage JSON API).
+    var capabilities: StoreCapabilities { get }
+}
+
+extension ObjectStore {
+    public var capabilities: StoreCapabilities { .full }
+}
+
+/// Where a store falls short of the Cloud Storage JSON API, so the core
+/// can work around it (Firebase Storage's v0 API: see StorageKit).
+public struct StoreCapabilities: Sendable, Equatable {
+    /// Listing items carry their metadata. When false they carry a name
+    /// only (size, generation and the rest are zero) and the core stats
+    /// each item it shows.
+    public var listingsCarryMetadata = true
+    /// `copy` happens in the store. When false the bytes go through this
+    /// process, so rename copies only files up to a size limit.
+    public var serverSideCopy = true
+    /// Access is decided per path (Security Rules), so a name the store
+    /// refuses to describe at the top of the mount may still be a
+    /// directory the user can enter (`users/` above `users/UID/`).
+    public var accessRulesPerPath = false
+
+    public init(listingsCarryMetadata: Bool = true, serverSideCopy: Bool = true, accessRulesPerPath: Bool = false) {
+        self.listingsCarryMetadata = listingsCarryMetadata
+        self.serverSideCopy = serverSideCopy
+        self.accessRulesPerPath = accessRulesPerPath
+    }
+
+    /// The JSON API: everything.
+    public static let full = StoreCapabilities()
+    /// Firebase Storage's v0 API: names-only listings, no server-side
+    /// copy, Security Rules.
+    public static let firebase = StoreCapabilities(listingsCarryMetadata: false, serverSideCopy: false, accessRulesPerPath: true)
 }
 
 /// An upload of a file that is still being written sequentially

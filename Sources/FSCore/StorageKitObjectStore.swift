@@ -10,15 +10,25 @@ public struct StorageKitObjectStore: ObjectStore {
         self.storage = storage
     }
 
+    /// What the credentials' API offers: Firebase's v0 lists names only,
+    /// copies through this process and applies Security Rules.
+    public var capabilities: StoreCapabilities {
+        storage.configuration.dialect == .firebase ? .firebase : .full
+    }
+
     /// Object names reach the bucket verbatim (`dir/` placeholders included).
     private func reference(_ name: String) -> StorageReference { storage.reference(objectName: name) }
 
     public func list(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ListPage {
         let listed = storage.reference().child(prefix)
         let result = try await Self.run { try await listed.listPage(maxResults: Int64(maxResults), pageToken: pageToken) }
+        // v0 listings name their items only (`capabilities`).
+        let items = result.itemMetadata.count == result.items.count
+            ? result.itemMetadata.map(Self.info)
+            : result.items.map { ObjectInfo(name: $0.fullPath, size: 0, generation: 0, metageneration: 0, updated: Date(timeIntervalSince1970: 0)) }
         return ListPage(
             prefixes: result.prefixes.map { $0.fullPath + "/" },
-            items: result.itemMetadata.map(Self.info),
+            items: items,
             placeholderPrefixes: result.placeholderPrefixes.filter { $0 != prefix },
             nextPageToken: result.pageToken)
     }

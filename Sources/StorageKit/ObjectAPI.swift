@@ -1,9 +1,14 @@
 import Foundation
 import Transport
 
-/// The Cloud Storage JSON API calls StorageKit makes, in one place: URLs,
-/// authorization, and the translation of HTTP and transport failures into
-/// `StorageError`. Everything above it speaks references and metadata.
+/// The requests StorageKit makes, in one place: URLs, authorization, and
+/// the translation of HTTP and transport failures into `StorageError`.
+/// Everything above it speaks references and metadata.
+///
+/// Two dialects share it (the credentials choose, `StorageDialect`): the
+/// Cloud Storage JSON API and the Firebase Storage REST API (v0). Their
+/// URLs differ here; what else differs (uploads, preconditions, copy) is
+/// in `ObjectAPI+Firebase.swift`.
 struct ObjectAPI: Sendable {
     let storage: Storage
     let configuration: StorageConfiguration
@@ -15,6 +20,7 @@ struct ObjectAPI: Sendable {
 
     var transport: HTTPTransport { configuration.transport }
     var bucket: String { storage.bucket }
+    var dialect: StorageDialect { configuration.dialect }
 
     // MARK: URLs
 
@@ -37,7 +43,13 @@ struct ObjectAPI: Sendable {
         return parts.isEmpty ? "" : "?" + parts.joined(separator: "&")
     }
 
-    func bucketURL() -> String { "\(base)/storage/v1/b/\(Self.encode(bucket))" }
+    /// `/storage/v1/b/BUCKET` (JSON API) or `/v0/b/BUCKET` (Firebase).
+    func bucketURL() -> String {
+        switch dialect {
+        case .jsonAPI: return "\(base)/storage/v1/b/\(Self.encode(bucket))"
+        case .firebase: return "\(base)/v0/b/\(Self.encode(bucket))"
+        }
+    }
 
     func objectURL(_ name: String, _ query: [(String, String?)] = []) -> String {
         "\(bucketURL())/o/\(Self.encode(name))\(Self.query(query))"
@@ -45,8 +57,13 @@ struct ObjectAPI: Sendable {
 
     func listURL(_ query: [(String, String?)]) -> String { "\(bucketURL())/o\(Self.query(query))" }
 
+    /// Where uploads start: the JSON API's upload path, or (Firebase) the
+    /// object collection itself.
     func uploadURL(_ query: [(String, String?)]) -> String {
-        "\(base)/upload/storage/v1/b/\(Self.encode(bucket))/o\(Self.query(query))"
+        switch dialect {
+        case .jsonAPI: return "\(base)/upload/storage/v1/b/\(Self.encode(bucket))/o\(Self.query(query))"
+        case .firebase: return listURL(query)
+        }
     }
 
     func rewriteURL(from source: String, to destination: String, _ query: [(String, String?)]) -> String {

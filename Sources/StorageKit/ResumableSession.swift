@@ -2,15 +2,11 @@ import Foundation
 import Synchronization
 import Transport
 
-/// One resumable upload session of the JSON API, shared by `Uploader`
-/// (whose total is known from the start) and `StreamingUpload` (whose total
-/// is known only at the end).
-///
-/// The protocol: a POST starts the session and answers with its URI; each
-/// PUT carries `Content-Range: bytes a-b/total` (`/*` while the total is
-/// unknown) and is answered 308 with the server's offset in `Range`, until
-/// the PUT that completes the total is answered with the object.
-/// `bytes */total` (or `bytes */*`) asks for the offset without sending.
+/// One resumable upload session, shared by `Uploader` (whose total is
+/// known from the start) and `StreamingUpload` (whose total is known only
+/// at the end). The wire protocol is the dialect's (`ResumableWire`):
+/// the JSON API's `Content-Range` chunks answered 308, or Firebase's
+/// `X-Goog-Upload-Command` chunks; the loop here is the same for both.
 /// Every chunk but the last must be a multiple of 256 KiB.
 ///
 /// A chunk that fails for a retryable reason (connection trouble, 408,
@@ -24,12 +20,16 @@ final class ResumableSession: Sendable {
     private let api: ObjectAPI
     private let object: String
     private let source: UploadSource
+    private let wire: any ResumableWire
     /// The configured chunk size, rounded down to the granularity.
     private let chunkSize: Int64
 
     private struct State {
         var uri: String?
         var acknowledged: Int64 = 0
+        /// The start's `ifGenerationMatch`, for a wire that must check it
+        /// again itself before the object is made.
+        var ifGenerationMatch: Int64?
         var resource: UploadResource?
     }
 
@@ -39,6 +39,8 @@ final class ResumableSession: Sendable {
         self.api = reference.api
         self.object = reference.fullPath
         self.source = source
+        self.wire = api.dialect == .firebase ? FirebaseResumableWire(api: api, object: object) as any ResumableWire
+            : JSONResumableWire(api: api, object: object)
         let configured = api.configuration.uploadChunkSize
         self.chunkSize = max(Self.granularity, configured / Self.granularity * Self.granularity)
     }
@@ -48,22 +50,12 @@ final class ResumableSession: Sendable {
 
     var isStarted: Bool { state.withLock { $0.uri != nil } }
 
-    /// Starts the session. `declaredLength` is the total when it is known
-    /// (`X-Upload-Content-Length`), nil for a streaming upload. A 412 here
-    /// means the precondition already fails.
+    /// Starts the session. `declaredLength` is the total when it is known,
+    /// nil for a streaming upload. A failing `ifGenerationMatch` fails here
+    /// already (`preconditionFailed`).
     func start(_ resource: UploadResource, ifGenerationMatch: Int64?, declaredLength: Int64?) async throws {
-        let url = api.uploadURL([
-            ("uploadType", "resumable"), ("name", object),
-            ("ifGenerationMatch", ifGenerationMatch.map(String.init)),
-        ])
-        var headers = ["Content-Type": "application/json; charset=UTF-8", "X-Upload-Content-Type": resource.contentType]
-        if let declaredLength { headers["X-Upload-Content-Length"] = String(declaredLength) }
-        let request = HTTPRequest(method: .post, url: url, headers: headers, body: .bytes(resource.json), isIdempotent: true)
-        let response = try await api.send(request, object: object)
-        guard let location = response.headers["location"] else {
-            throw StorageError.unknown(message: "resumable upload started without a session URI", response: ServerResponse(response))
-        }
-        state.withLock { $0 = State(uri: location, acknowledged: 0, resource: resource) }
+        let uri = try await wire.start(resource, ifGenerationMatch: ifGenerationMatch, declaredLength: declaredLength)
+        state.withLock { $0 = State(uri: uri, acknowledged: 0, ifGenerationMatch: ifGenerationMatch, resource: resource) }
     }
 
     /// Sends bytes [acknowledged, end) of the source in chunks, the total
@@ -95,8 +87,8 @@ final class ResumableSession: Sendable {
     /// reports. The retry budget (the transport policy's attempts and total
     /// time) counts failures since the last byte the server acknowledged:
     /// a long upload through a flaky network never gives up while it makes
-    /// progress. Chunks and queries are sent once each by the transport
-    /// (not idempotent there), so its retries never multiply with these.
+    /// progress. Chunks are sent once each by the transport (it may resend
+    /// a status query itself: that is idempotent).
     private func send(
         upTo end: Int64, total: Int64?, progress: @escaping @Sendable (Int64) -> Void
     ) async throws -> StorageMetadata? {
@@ -107,7 +99,7 @@ final class ResumableSession: Sendable {
             try Task.checkCancellation()
             let before = acknowledged
             do {
-                if queryFirst, let done = try await queryStatus(uri, total: total) { return done }
+                if queryFirst, let done = adopt(try await wire.query(uri, total: total)) { return done }
                 queryFirst = false
                 let offset = acknowledged
                 if total == nil && offset >= end { return nil }
@@ -146,44 +138,27 @@ final class ResumableSession: Sendable {
         }
     }
 
-    /// Asks the server how many bytes of the session it has (`bytes */*`
-    /// while the total is unknown); returns the object's metadata when the
-    /// session is already finalised, or is finalised by this query (all of
-    /// a known total arrived). Retried within the transport's policy.
-    func queryStatus(total: Int64?) async throws -> StorageMetadata? {
-        let uri = try sessionURI()
-        var budget = RetryBudget(policy: api.transport.configuration.retry)
-        while true {
-            do {
-                return try await queryStatus(uri, total: total)
-            } catch let error as StorageError where error.isRetryableUploadFailure {
-                guard let delay = budget.nextDelay() else { throw error }
-                try await Task.sleep(for: delay)
-            }
-        }
-    }
-
-    /// One status query, sent once (its caller retries).
-    private func queryStatus(_ uri: String, total: Int64?) async throws -> StorageMetadata? {
-        let request = HTTPRequest(
-            method: .put, url: uri, headers: ["Content-Range": "bytes */\(Self.totalLabel(total))"],
-            isIdempotent: false)
-        return try handleSessionResponse(await api.send(request, object: object, accepting: [308]))
-    }
-
     /// The live object, if an earlier attempt of this session stored it.
     private func storedAlready(total: Int64) async -> StorageMetadata? {
         guard let resource = state.withLock({ $0.resource }) else { return nil }
         return await source.storedObject(object, api: api, total: total, customMetadata: resource.customMetadata)
     }
 
+    /// Asks the server how many bytes of the session it has (the total is
+    /// nil while unknown); returns the object's metadata when the session
+    /// is already finalised, or is finalised by this query (the JSON API
+    /// does that once all of a known total arrived).
+    func queryStatus(total: Int64?) async throws -> StorageMetadata? {
+        adopt(try await wire.query(try sessionURI(), total: total))
+    }
+
     /// Tells the server to drop the session (best effort: one attempt, as
     /// an unfinished session expires on its own after a week, and a server
-    /// without DELETE on sessions, like the emulator's 501, would otherwise
+    /// without a way to cancel, like the emulator's 501, would otherwise
     /// hold the caller through the whole retry schedule).
     func abandon() async {
         guard let uri = state.withLock({ $0.uri }) else { return }
-        _ = try? await api.send(HTTPRequest(method: .delete, url: uri, isIdempotent: false), object: object, accepting: [499])
+        await wire.cancel(uri)
     }
 
     // MARK: internals
@@ -195,39 +170,32 @@ final class ResumableSession: Sendable {
         return uri
     }
 
-    private static func totalLabel(_ total: Int64?) -> String { total.map(String.init) ?? "*" }
-
-    /// Sends one chunk (an empty one: the status query that finalises a
-    /// known total); returns the object's metadata once the last byte is in.
+    /// Sends one chunk (an empty one: the request that finalises a known
+    /// total); returns the object's metadata once the last byte is in.
     private func sendChunk(
         _ uri: String, _ range: Range<Int64>, total: Int64?, progress: @escaping @Sendable (Int64) -> Void
     ) async throws -> StorageMetadata? {
-        let label = Self.totalLabel(total)
-        let contentRange = range.isEmpty ? "bytes */\(label)" : "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(label)"
         let start = range.lowerBound
-        let request = HTTPRequest(
-            method: .put, url: uri, headers: ["Content-Range": contentRange],
-            body: source.body(range), isIdempotent: false,
-            uploadProgress: Uploader.throttled(total: range.upperBound - start) { sent in progress(start + sent) })
-        return try handleSessionResponse(await api.send(request, object: object, accepting: [308]))
+        let finalizes = total == range.upperBound
+        if finalizes, let expected = state.withLock({ $0.ifGenerationMatch }) {
+            try await wire.checkBeforeFinalizing(ifGenerationMatch: expected)
+        }
+        let answer = try await wire.send(
+            uri, range, total: total, body: source.body(range),
+            progress: Uploader.throttled(total: range.upperBound - start) { sent in progress(start + sent) })
+        return adopt(answer)
     }
 
-    /// 308: the server has bytes 0...N (its `Range` header; none means
-    /// none). 200/201: the object exists and this is its metadata.
-    private func handleSessionResponse(_ response: HTTPResponse) throws -> StorageMetadata? {
-        if response.status == 308 {
-            let persisted = response.headers["range"].flatMap(Self.lastByte).map { $0 + 1 } ?? 0
+    /// Records what the server holds; the metadata once the object exists.
+    private func adopt(_ answer: ResumableAnswer) -> StorageMetadata? {
+        switch answer {
+        case .incomplete(let persisted):
             state.withLock { $0.acknowledged = persisted }
             return nil
+        case .done(let metadata):
+            state.withLock { $0.acknowledged = metadata.size }
+            return metadata
         }
-        let metadata = try StorageMetadata(resource: ObjectAPI.json(response))
-        state.withLock { $0.acknowledged = metadata.size }
-        return metadata
-    }
-
-    /// `bytes=0-1234` → 1234.
-    static func lastByte(_ range: String) -> Int64? {
-        range.split(separator: "-").last.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
     }
 }
 

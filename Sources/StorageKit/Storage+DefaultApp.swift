@@ -16,8 +16,12 @@ import Synchronization
 ///   since October 2024 have `PROJECT.firebasestorage.app`, older ones
 ///   `PROJECT.appspot.com`, and a wrong guess would send every request to a
 ///   bucket that is not the app's (or is someone else's).
-/// - **Endpoint and credentials** (both): `STORAGE_EMULATOR_HOST` names an
-///   emulator (anonymous); otherwise `https://storage.googleapis.com` with
+/// - **Endpoint and credentials** (both): a Firebase user when the
+///   environment names one (`FirebaseAuthCredentials.fromEnvironment`:
+///   the Firebase Storage REST API at `FIREBASE_STORAGE_EMULATOR_HOST` or
+///   firebasestorage.googleapis.com, signed in with the API key of
+///   `FIREBASE_CONFIG`); else `STORAGE_EMULATOR_HOST` names an emulator
+///   (anonymous); otherwise `https://storage.googleapis.com` with
 ///   `Credentials.fromEnvironment` (`GOOGLE_APPLICATION_CREDENTIALS`, then
 ///   `GCE_METADATA_HOST`, else anonymous).
 ///
@@ -110,8 +114,12 @@ extension StorageConfiguration {
 
     static func defaultAppOrError(_ environment: [String: String]) throws(StorageError) -> StorageConfiguration {
         var configuration = fromEnvironment(environment)
-        if let host = environment["STORAGE_EMULATOR_HOST"], !host.isEmpty { return configuration }
         do {
+            if let user = try FirebaseAuthCredentials.fromEnvironment(environment) {
+                configuration.credentials = user
+                return configuration
+            }
+            if let host = environment["STORAGE_EMULATOR_HOST"], !host.isEmpty { return configuration }
             configuration.credentials = try Credentials.fromEnvironment(environment)
         } catch {
             throw StorageError.unauthenticated("credentials: \(error)")

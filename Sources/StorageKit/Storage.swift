@@ -71,12 +71,14 @@ public final class Storage: Sendable {
         set { callbacks.withLock { $0 = newValue } }
     }
 
-    /// Points this instance at an emulator on `host:port`, anonymously.
-    /// Call it before the first request, as with Firebase.
+    /// Points this instance at an emulator on `host:port`. Call it before
+    /// the first request, as with Firebase. A Firebase Auth user stays
+    /// signed in (the Storage emulator speaks v0 and applies the rules);
+    /// any other credentials are replaced by anonymous access.
     public func useEmulator(withHost host: String, port: Int) {
         settings.withLock {
             $0.endpoint = URL(string: "http://\(host):\(port)")!
-            $0.credentials = AnonymousCredentials()
+            if $0.dialect != .firebase { $0.credentials = AnonymousCredentials() }
         }
     }
 
@@ -153,11 +155,21 @@ extension Storage: Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
-/// Where and how a `Storage` talks to the Cloud Storage JSON API.
+/// Where and how a `Storage` talks to its bucket. The credentials choose
+/// the API (`StorageDialect`): the Cloud Storage JSON API, or the Firebase
+/// Storage REST API for a Firebase Auth user.
 public struct StorageConfiguration: Sendable {
-    public static let defaultEndpoint = URL(string: "https://storage.googleapis.com")!
+    /// The JSON API's endpoint (`StorageDialect.jsonAPI.defaultEndpoint`).
+    public static let defaultEndpoint = StorageDialect.jsonAPI.defaultEndpoint
 
-    public var endpoint: URL
+    /// Where requests go: the endpoint set here, else the emulator the
+    /// environment names for the credentials' dialect (`fromEnvironment`),
+    /// else that dialect's default (storage.googleapis.com,
+    /// firebasestorage.googleapis.com).
+    public var endpoint: URL {
+        get { explicitEndpoint ?? environmentEndpoints[dialect] ?? dialect.defaultEndpoint }
+        set { explicitEndpoint = newValue }
+    }
     public var credentials: any CredentialsProvider
     public var transport: HTTPTransport
     /// Objects up to this size go up in one multipart request; larger ones
@@ -166,16 +178,23 @@ public struct StorageConfiguration: Sendable {
     /// The chunk of a resumable upload; rounded to a multiple of 256 KiB.
     public var uploadChunkSize: Int64
     public var logger: Logger
+    private var explicitEndpoint: URL?
+    /// Emulators named by the environment, per dialect.
+    private var environmentEndpoints: [StorageDialect: URL] = [:]
 
+    /// The API requests speak, as the credentials choose it.
+    public var dialect: StorageDialect { credentials.dialect }
+
+    /// - Parameter endpoint: nil: the dialect's default endpoint.
     public init(
-        endpoint: URL = StorageConfiguration.defaultEndpoint,
+        endpoint: URL? = nil,
         credentials: any CredentialsProvider = AnonymousCredentials(),
         transport: HTTPTransport = .shared,
         multipartThreshold: Int64 = 8 << 20,
         uploadChunkSize: Int64 = 16 << 20,
         logger: Logger = Logger(label: "bucketfs.storage")
     ) {
-        self.endpoint = endpoint
+        self.explicitEndpoint = endpoint
         self.credentials = credentials
         self.transport = transport
         self.multipartThreshold = multipartThreshold
@@ -183,15 +202,18 @@ public struct StorageConfiguration: Sendable {
         self.logger = logger
     }
 
-    /// The default endpoint, unless `STORAGE_EMULATOR_HOST` names an
-    /// emulator (then anonymous, as Google's client libraries do).
+    /// Anonymous, with the emulators the environment names:
+    /// `STORAGE_EMULATOR_HOST` for the JSON API (as Google's client
+    /// libraries read it), `FIREBASE_STORAGE_EMULATOR_HOST` for Firebase
+    /// credentials (as the Firebase SDKs do).
     public static func fromEnvironment(
         _ environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> StorageConfiguration {
         var configuration = StorageConfiguration()
-        if let host = environment["STORAGE_EMULATOR_HOST"], !host.isEmpty,
-           let url = emulatorURL(host) {
-            configuration.endpoint = url
+        for dialect in StorageDialect.allCases {
+            if let host = environment[dialect.emulatorVariable], !host.isEmpty, let url = emulatorURL(host) {
+                configuration.environmentEndpoints[dialect] = url
+            }
         }
         return configuration
     }

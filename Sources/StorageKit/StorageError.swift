@@ -174,13 +174,17 @@ public enum StorageError: Error, Sendable {
     }
 
     /// Removes anything that looks like a credential from text that may be
-    /// shown or logged: bearer tokens, `access_token=…` style parameters
-    /// and JSON fields, and the value of an Authorization header.
+    /// shown or logged: bearer and Firebase tokens, JWTs, API keys,
+    /// `access_token=…` style parameters and JSON fields, and the value of
+    /// an Authorization header.
     static func redact(_ text: String) -> String {
         guard text.range(of: "bearer", options: .caseInsensitive) != nil
             || text.range(of: "token", options: .caseInsensitive) != nil
             || text.range(of: "authorization", options: .caseInsensitive) != nil
             || text.range(of: "signature", options: .caseInsensitive) != nil
+            || text.range(of: "firebase", options: .caseInsensitive) != nil
+            || text.range(of: "key=", options: .caseInsensitive) != nil
+            || text.contains("eyJ") || text.contains("AIza")
         else { return text }
         var result = text
         for pattern in redactions {
@@ -192,7 +196,12 @@ public enum StorageError: Error, Sendable {
 
     private static let redactions: [(pattern: String, template: String)] = [
         (#"(authorization\s*[:=]\s*)[^\r\n,;]+"#, "$1<redacted>"),
-        (#"(bearer\s+)[A-Za-z0-9._~+/=-]+"#, "$1<redacted>"),
+        (#"((?:bearer|firebase)\s+)[A-Za-z0-9._~+/=-]+"#, "$1<redacted>"),
+        // JWTs (Firebase ID and custom tokens), wherever they stand.
+        (#"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*"#, "<redacted>"),
+        // API keys: a `key=` query parameter, and Google's key format.
+        (#"([?&]key=)[^&\s"']+"#, "$1<redacted>"),
+        (#"AIza[0-9A-Za-z_-]{35}"#, "<redacted>"),
         (#"((?:access_token|id_token|refresh_token|token|x-goog-signature|signature)["']?\s*[:=]\s*["']?)[^"'&\s,}]+"#, "$1<redacted>"),
     ]
 }

@@ -18,8 +18,9 @@ public struct StorageListResult: Sendable {
     public let items: [StorageReference]
     /// The token for the next page; nil on the last page.
     public let pageToken: String?
-    /// The metadata of each item, in the order of `items` (the listing
-    /// carries full object resources, so no extra request is needed).
+    /// The metadata of each item, in the order of `items` (the JSON API's
+    /// listing carries full object resources, so no extra request is
+    /// needed). Empty when the listing carries names only (Firebase's v0).
     public let itemMetadata: [StorageMetadata]
     /// Names (`a/b/`, with the trailing slash) of the placeholder objects
     /// the listing returned: those of listed prefixes (returned when the
@@ -39,9 +40,11 @@ public struct StorageListResult: Sendable {
         self.placeholderPrefixes = placeholderPrefixes
     }
 
-    /// Parses a JSON API `objects.list` response (`prefixes`, `items`,
-    /// `nextPageToken`) for a listing of `listing` with delimiter `/`.
-    init(response: [String: Any], listing: StorageReference) throws(StorageError) {
+    /// Parses an `objects.list` response (`prefixes`, `items`,
+    /// `nextPageToken`) for a listing of `listing` with delimiter `/`;
+    /// the items' metadata is kept when `itemsCarryMetadata` (the JSON
+    /// API; v0 items hold only a name and a bucket).
+    init(response: [String: Any], listing: StorageReference, itemsCarryMetadata: Bool = true) throws(StorageError) {
         let prefix = listing.path.listingPrefix
         let root = listing.root()
         var prefixes: [StorageReference] = []
@@ -64,7 +67,7 @@ public struct StorageListResult: Sendable {
             }
             guard Self.isDirectChild(name, of: prefix, isPrefix: false) else { continue }
             items.append(root.child(name))
-            metadata.append(try StorageMetadata(resource: resource))
+            if itemsCarryMetadata { metadata.append(try StorageMetadata(resource: resource)) }
         }
         let token = response["nextPageToken"] as? String
         self.init(

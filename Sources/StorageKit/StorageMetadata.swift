@@ -44,6 +44,9 @@ public final class StorageMetadata: Sendable, CustomStringConvertible {
         var updated: Date?
         var crc32c: String?
         var isFile = false
+        /// Firebase's v0 metadata lists download tokens apart
+        /// (`downloadTokens`) rather than in the custom metadata.
+        var downloadTokens: String?
 
         var md5Hash: String?
         var cacheControl: String?
@@ -95,6 +98,7 @@ public final class StorageMetadata: Sendable, CustomStringConvertible {
         s.timeCreated = (dictionary["timeCreated"] as? String).flatMap(RFC3339.parse)
         s.updated = (dictionary["updated"] as? String).flatMap(RFC3339.parse)
         s.crc32c = dictionary["crc32c"] as? String
+        s.downloadTokens = dictionary["downloadTokens"] as? String
         s.md5Hash = dictionary["md5Hash"] as? String
         s.cacheControl = dictionary["cacheControl"] as? String
         s.contentDisposition = dictionary["contentDisposition"] as? String
@@ -155,6 +159,9 @@ public final class StorageMetadata: Sendable, CustomStringConvertible {
     /// Whether this describes an object the server returned (as opposed to
     /// metadata made locally for an upload or update).
     public var isFile: Bool { state.withLock { $0.isFile } }
+    /// The download tokens as Firebase's v0 API lists them (comma-separated);
+    /// the JSON API keeps them in `customMetadata` instead.
+    var downloadTokens: String? { state.withLock { $0.downloadTokens } }
 
     // MARK: writable properties
 

@@ -25,29 +25,36 @@ extension StorageReference {
     /// returns it. A failed download removes the partial file.
     @discardableResult
     public func write(toFile fileURL: URL) async throws -> URL {
-        let fd = open(fileURL.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        try await download(toFile: fileURL.path, generation: nil, expecting: nil)
+        return fileURL
+    }
+
+    /// The whole object (of `generation`, verified against `expecting`
+    /// when given) into the file at `path`, created or replaced; removed
+    /// again if the download fails.
+    func download(toFile path: String, generation: Int64?, expecting: ObjectHashes?) async throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw StorageError.invalidArgument("cannot create \(fileURL.path): \(String(cString: strerror(errno)))")
+            throw StorageError.invalidArgument("cannot create \(path): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
         do {
-            _ = try await download(range: nil, generation: nil, maxSize: nil) { bytes in
+            _ = try await download(range: nil, generation: generation, maxSize: nil, expecting: expecting) { bytes in
                 var done = 0
                 while done < bytes.count {
                     let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
                     if n < 0 {
                         if errno == EINTR { continue }
                         throw StorageError.unknown(
-                            message: "cannot write \(fileURL.path): \(String(cString: strerror(errno)))", response: nil)
+                            message: "cannot write \(path): \(String(cString: strerror(errno)))", response: nil)
                     }
                     done += n
                 }
             }
         } catch {
-            unlink(fileURL.path)
+            unlink(path)
             throw error
         }
-        return fileURL
     }
 
     /// The bytes in `range` of the object, from generation `generation` when
@@ -71,12 +78,20 @@ extension StorageReference {
         return try await download(range: range, generation: generation, maxSize: nil, sink: sink)
     }
 
-    private func download(
-        range: Range<Int64>?, generation: Int64?, maxSize: Int64?, sink: @escaping ResponseBodySink
+    /// The download loop. `generation` pins the object's version (JSON
+    /// API: in the URL; Firebase v0, which cannot pin: checked against the
+    /// generation a response names, and against the metadata on a
+    /// resume). `expecting` gives the checksums a whole download must
+    /// match when the caller already knows them.
+    func download(
+        range: Range<Int64>?, generation: Int64?, maxSize: Int64?, expecting: ObjectHashes? = nil,
+        sink: @escaping ResponseBodySink
     ) async throws -> Int64 {
         try path.validateForObject()
         let state = DownloadState(maxSize: maxSize, verifies: range == nil)
+        if let expecting { state.expect(expecting) }
         let api = self.api
+        let pinsInURL = api.dialect == .jsonAPI
         let start = range?.lowerBound ?? 0
         var pinned = generation
         var resumes = 0
@@ -88,7 +103,7 @@ extension StorageReference {
             } else if offset > 0 {
                 headers["Range"] = "bytes=\(offset)-"
             }
-            let url = api.objectURL(fullPath, [("alt", "media"), ("generation", pinned.map(String.init))])
+            let url = api.objectURL(fullPath, [("alt", "media"), ("generation", pinsInURL ? pinned.map(String.init) : nil)])
             let before = state.received
             do {
                 let response = try await api.send(
@@ -105,6 +120,10 @@ extension StorageReference {
                 }
                 if response.status == 416 { return state.received }  // range starts past the end
                 if resumes == 0 { try state.noteFirstResponse(response.headers) }
+                if let pinned, let served = state.generation, served != pinned {
+                    // Only where the URL cannot pin (v0): another version came.
+                    throw StorageError.objectNotFound("\(fullPath) (generation \(pinned) was replaced by \(served))")
+                }
                 pinned = pinned ?? state.generation
                 try state.verify()
                 return state.received
@@ -120,10 +139,14 @@ extension StorageReference {
                     throw StorageError.retryLimitExceeded(reason)
                 }
                 if pinned == nil { pinned = state.generation }
-                if pinned == nil || (range == nil && !state.knowsExpectedHashes) {
+                if pinned == nil || !pinsInURL || (range == nil && !state.knowsExpectedHashes) {
                     // The broken response's headers are gone: take the
-                    // generation and checksums from the object's metadata.
+                    // generation and checksums from the object's metadata
+                    // (where the URL cannot pin, check it is still the one).
                     let metadata = try await getMetadata()
+                    if let pinned, metadata.generation != pinned {
+                        throw StorageError.objectNotFound("\(fullPath) (generation \(pinned) was replaced by \(metadata.generation))")
+                    }
                     pinned = pinned ?? metadata.generation
                     state.expect(ObjectHashes(crc32c: metadata.crc32c, md5: metadata.md5Hash))
                 }

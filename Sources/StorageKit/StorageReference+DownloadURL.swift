@@ -47,9 +47,10 @@ extension StorageReference {
 
     private static let tokenAttempts = 5
 
-    /// The first token of `firebaseStorageDownloadTokens`, if any.
+    /// The first token of `firebaseStorageDownloadTokens` (or, from
+    /// Firebase's v0 API, of `downloadTokens`), if any.
     static func firstDownloadToken(_ metadata: StorageMetadata) -> String? {
-        guard let tokens = metadata.customMetadata?[downloadTokensKey] else { return nil }
+        guard let tokens = metadata.customMetadata?[downloadTokensKey] ?? metadata.downloadTokens else { return nil }
         return tokens.split(separator: ",").lazy
             .map { $0.trimmingCharacters(in: .whitespaces) }
             .first { !$0.isEmpty }

@@ -23,16 +23,19 @@ extension StorageReference {
     /// `updateMetadata(_:)` that applies only while the object's
     /// metageneration is still `ifMetagenerationMatch` (else
     /// `StorageError.preconditionFailed`). The precondition also makes the
-    /// request safe to retry.
+    /// request safe to retry. Over Firebase (v0) it is checked by reading
+    /// the metadata first, not atomically (see `ObjectAPI+Firebase`).
     public func updateMetadata(
         _ metadata: StorageMetadata, ifMetagenerationMatch: Int64?
     ) async throws -> StorageMetadata {
         try path.validateForObject()
-        let url = api.objectURL(fullPath, [("ifMetagenerationMatch", ifMetagenerationMatch.map(String.init))])
+        let api = self.api
+        try await api.checkPrecondition(of: fullPath, ifMetagenerationMatch: ifMetagenerationMatch)
+        let url = api.objectURL(fullPath, api.preconditions([("ifMetagenerationMatch", ifMetagenerationMatch.map(String.init))]))
         let request = HTTPRequest(
             method: .patch, url: url, headers: ["Content-Type": "application/json; charset=UTF-8"],
             body: .bytes(ObjectAPI.jsonBody(metadata.patchJSON())),
-            isIdempotent: ifMetagenerationMatch != nil)
+            isIdempotent: api.mayRetry(guardedBy: ifMetagenerationMatch))
         let response = try await api.send(request, object: fullPath)
         return try StorageMetadata(resource: ObjectAPI.json(response))
     }
@@ -42,12 +45,15 @@ extension StorageReference {
         try await delete(ifGenerationMatch: nil)
     }
 
-    /// Deletes the object if its generation is still `ifGenerationMatch`.
+    /// Deletes the object if its generation is still `ifGenerationMatch`
+    /// (over Firebase, checked by reading first, not atomically).
     public func delete(ifGenerationMatch: Int64?) async throws {
         try path.validateForObject()
-        let url = api.objectURL(fullPath, [("ifGenerationMatch", ifGenerationMatch.map(String.init))])
+        let api = self.api
+        try await api.checkPrecondition(of: fullPath, ifGenerationMatch: ifGenerationMatch)
+        let url = api.objectURL(fullPath, api.preconditions([("ifGenerationMatch", ifGenerationMatch.map(String.init))]))
         _ = try await api.send(
-            HTTPRequest(method: .delete, url: url, isIdempotent: ifGenerationMatch != nil), object: fullPath)
+            HTTPRequest(method: .delete, url: url, isIdempotent: api.mayRetry(guardedBy: ifGenerationMatch)), object: fullPath)
     }
 
     /// One page of at most `maxResults` (1–1000) prefixes and items below
@@ -75,7 +81,8 @@ extension StorageReference {
 
     /// A page of the listing. `includeTrailingDelimiter` also asks for the
     /// `dir/` placeholder objects, so explicit directories can be told from
-    /// implicit prefixes.
+    /// implicit prefixes (the JSON API only: Firebase's v0 listing has no
+    /// such option, and its items carry names only, no metadata).
     public func listPage(
         maxResults: Int64, pageToken: String?, includeTrailingDelimiter: Bool = true
     ) async throws -> StorageListResult {
@@ -83,26 +90,35 @@ extension StorageReference {
         guard (1...1000).contains(maxResults) else {
             throw StorageError.invalidArgument("maxResults must be between 1 and 1000, not \(maxResults)")
         }
+        let api = self.api
         let prefix = path.isRoot ? nil : fullPath + "/"
+        let trailing = includeTrailingDelimiter && api.dialect == .jsonAPI
         let url = api.listURL([
             ("prefix", prefix), ("delimiter", "/"), ("maxResults", String(maxResults)),
-            ("pageToken", pageToken), ("includeTrailingDelimiter", includeTrailingDelimiter ? "true" : nil),
+            ("pageToken", pageToken), ("includeTrailingDelimiter", trailing ? "true" : nil),
         ])
         let response = try await api.send(HTTPRequest(method: .get, url: url, isIdempotent: true), object: nil)
-        return try StorageListResult(response: ObjectAPI.json(response), listing: self)
+        return try StorageListResult(
+            response: ObjectAPI.json(response), listing: self, itemsCarryMetadata: api.dialect == .jsonAPI)
     }
 
     /// Server-side copy of this object to `destination` in the same bucket
     /// (the JSON API's rewrite, looping on its rewriteToken until done).
     /// Content type and custom metadata travel with the object.
     /// `ifGenerationMatch` guards the destination (0: only if absent),
-    /// `ifSourceGenerationMatch` the source.
+    /// `ifSourceGenerationMatch` the source. Firebase (v0) has no
+    /// server-side copy: there the bytes go through this process
+    /// (`copyThroughClient`, with what that loses).
     @discardableResult
     public func copy(
         to destination: StorageReference, ifGenerationMatch: Int64? = nil, ifSourceGenerationMatch: Int64? = nil
     ) async throws -> StorageMetadata {
         try path.validateForObject()
         try destination.path.validateForObject()
+        if api.dialect == .firebase {
+            return try await copyThroughClient(
+                to: destination, ifGenerationMatch: ifGenerationMatch, ifSourceGenerationMatch: ifSourceGenerationMatch)
+        }
         var token: String?
         let guarded = ifGenerationMatch != nil
         while true {

@@ -108,12 +108,19 @@ final class Uploader: Sendable {
             source.body(0..<total), .bytes(Data(tail.utf8)),
         ])
         let overhead = body.length - total
-        let url = api.uploadURL([
-            ("uploadType", "multipart"), ("ifGenerationMatch", ifGenerationMatch.map(String.init)),
-        ])
+        var headers = ["Content-Type": "multipart/related; boundary=\(boundary)"]
+        let url: String
+        switch api.dialect {
+        case .jsonAPI:
+            url = api.uploadURL([("uploadType", "multipart"), ("ifGenerationMatch", ifGenerationMatch.map(String.init))])
+        case .firebase:
+            try await api.checkPrecondition(of: reference.fullPath, ifGenerationMatch: ifGenerationMatch)
+            url = api.uploadURL([("name", reference.fullPath)])
+            headers["X-Goog-Upload-Protocol"] = "multipart"
+        }
         let request = HTTPRequest(
-            method: .post, url: url, headers: ["Content-Type": "multipart/related; boundary=\(boundary)"],
-            body: body, isIdempotent: ifGenerationMatch != nil,
+            method: .post, url: url, headers: headers,
+            body: body, isIdempotent: api.mayRetry(guardedBy: ifGenerationMatch),
             uploadProgress: Self.throttled(total: total) { sent in progress(max(0, min(sent - overhead, self.total))) })
         let response = try await api.send(request, object: reference.fullPath, accepting: [412])
         if response.status == 412 {

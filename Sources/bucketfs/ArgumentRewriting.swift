@@ -10,8 +10,12 @@ enum ArgumentRewriting {
         "negative-ttl", "uid", "gid", "file-mode", "dir-mode", "log-level", "log-file", "connect-timeout",
         "stall-timeout", "retry-attempts", "retry-max-time", "upload-chunk-size", "upload-retry-time",
         "recovery-retry-interval",
+        "firebase-api-key", "firebase-email", "firebase-password-file", "firebase-refresh-token-file",
+        "firebase-custom-token-file", "firebase-auth-emulator", "rename-copy-limit", "listing-stat-width",
     ]
-    static let flagOptions: Set<String> = ["anonymous", "read-only", "foreground", "allow-other", "retry-pending"]
+    static let flagOptions: Set<String> = [
+        "anonymous", "read-only", "foreground", "allow-other", "retry-pending", "firebase-anonymous",
+    ]
 
     /// `arguments` includes the program name at index 0; so does the result.
     static func rewrite(_ arguments: [String]) -> [String] {

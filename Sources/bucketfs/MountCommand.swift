@@ -64,12 +64,12 @@ struct MountCommand: AsyncParsableCommand {
         }
         try LogSetup.bootstrap(level: process.logLevel, path: process.logFile)
         let logger = Logger(label: "bucketfs")
-        var configuration = try storageOptions.configuration()
-        configuration.transport = HTTPTransport(configuration: process.transportConfiguration, logger: Logger(label: "bucketfs.transport"))
+        let transport = HTTPTransport(configuration: process.transportConfiguration, logger: Logger(label: "bucketfs.transport"))
+        var configuration = try storageOptions.configuration(transport: transport)
         configuration.logger = Logger(label: "bucketfs.storage")
         configuration.uploadChunkSize = Int64(process.uploadChunkMiB) << 20
         let storage = Storage(bucket: target.bucket, configuration: configuration)
-        try await Preflight.check(storage: storage, prefix: target.prefix, endpoint: configuration.endpoint)
+        try await Preflight.check(storage: storage, prefix: target.prefix, endpoint: configuration.endpoint, logger: logger)
 
         var options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket)
         options.streamChunkSize = configuration.uploadChunkSize

@@ -48,6 +48,12 @@ struct FilesystemFlags: ParsableArguments {
     @Flag(name: .customLong("allow-other"), help: "Let other users see the mount (needs user_allow_other in /etc/fuse.conf unless root).")
     var allowOther = false
 
+    @Option(name: .customLong("rename-copy-limit"), help: "With a Firebase sign-in (no server-side copy), rename copies files up to this many MiB through bucketfs; larger files and directories are EXDEV (mv then copies and deletes).")
+    var renameCopyLimitMiB: Int = 64
+
+    @Option(name: .customLong("listing-stat-width"), help: .hidden)
+    var listingStatWidth: Int = 16
+
     @Option(name: .short, help: "Mount options, comma separated: any long option as name=value, or FUSE options (allow_other, default_permissions, fsname=...).")
     var o: [String] = []
 
@@ -56,7 +62,7 @@ struct FilesystemFlags: ParsableArguments {
         _ = try parseMode(dirMode, "--dir-mode")
         guard statTTL >= 0, negativeTTL >= 0 else { throw ValidationError("TTLs cannot be negative") }
         guard uploadRetryTime >= 0, recoveryRetryInterval >= 0 else { throw ValidationError("retry times cannot be negative") }
-        guard cacheSizeMiB >= 0, readAheadBudgetMiB >= 0 else { throw ValidationError("sizes cannot be negative") }
+        guard cacheSizeMiB >= 0, readAheadBudgetMiB >= 0, renameCopyLimitMiB >= 0 else { throw ValidationError("sizes cannot be negative") }
         let unknown = MountOptionParsing.sort(o, ownNames: []).unknown
         guard unknown.isEmpty else {
             throw ValidationError("unknown mount option(s): \(unknown.joined(separator: ",")) (see bucketfs mount --help)")
@@ -85,6 +91,8 @@ struct FilesystemFlags: ParsableArguments {
         options.readAheadBudget = Int64(readAheadBudgetMiB) << 20
         options.uploadRetryWindow = uploadRetryTime
         options.recoveryRetryInterval = recoveryRetryInterval
+        options.renameCopyLimit = Int64(renameCopyLimitMiB) << 20
+        options.listingStatWidth = listingStatWidth
         let home = ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"
         let directory = cacheDir ?? "\(home)/.cache/bucketfs/\(bucket)"
         do {

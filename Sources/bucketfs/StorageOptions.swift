@@ -1,12 +1,18 @@
 import ArgumentParser
 import Foundation
+import Logging
 import StorageKit
+import Transport
 
 /// Where the bucket lives and how to authenticate: shared by every command.
+///
+/// OAuth credentials (or none) speak the Cloud Storage JSON API; a
+/// Firebase Auth sign-in speaks the Firebase Storage REST API (v0) as that
+/// user, where the bucket's Security Rules decide.
 struct StorageOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
-        "Cloud Storage JSON API endpoint, e.g. http://127.0.0.1:9023 for an emulator.",
-        discussion: "Default: STORAGE_EMULATOR_HOST when set, else https://storage.googleapis.com."))
+        "Storage endpoint, e.g. http://127.0.0.1:9023 for an emulator.",
+        discussion: "Default: STORAGE_EMULATOR_HOST when set, else https://storage.googleapis.com; with a Firebase sign-in FIREBASE_STORAGE_EMULATOR_HOST, else https://firebasestorage.googleapis.com."))
     var endpoint: String?
 
     @Option(name: .customLong("key-file"), help: "Service-account JSON key file.")
@@ -18,14 +24,51 @@ struct StorageOptions: ParsableArguments {
     @Flag(help: "Send no credentials (public buckets, emulators).")
     var anonymous = false
 
+    @Option(name: .customLong("firebase-api-key"), help: "The Firebase app's Web API key, for a Firebase sign-in (default: apiKey of FIREBASE_CONFIG, the app's configuration as JSON or a file).")
+    var firebaseAPIKey: String?
+
+    @Option(name: .customLong("firebase-email"), help: "Sign in to Firebase Auth with this email (and --firebase-password-file): requests go through the Firebase Storage REST API as that user, under the bucket's Security Rules.")
+    var firebaseEmail: String?
+
+    @Option(name: .customLong("firebase-password-file"), help: "File holding the password of --firebase-email.")
+    var firebasePasswordFile: String?
+
+    @Option(name: .customLong("firebase-refresh-token-file"), help: "Sign in to Firebase Auth with the refresh token in this file (kept from an earlier sign-in).")
+    var firebaseRefreshTokenFile: String?
+
+    @Option(name: .customLong("firebase-custom-token-file"), help: "Sign in to Firebase Auth with the custom token in this file (minted by the app's server).")
+    var firebaseCustomTokenFile: String?
+
+    @Flag(name: .customLong("firebase-anonymous"), help: "Sign in to Firebase Auth as a new anonymous user.")
+    var firebaseAnonymous = false
+
+    @Option(name: .customLong("firebase-auth-emulator"), help: "host:port of the Firebase Auth emulator (default: FIREBASE_AUTH_EMULATOR_HOST; else Firebase Auth itself).")
+    var firebaseAuthEmulator: String?
+
+    /// How many Firebase sign-ins were asked for.
+    private var firebaseMethods: Int {
+        [firebaseEmail != nil, firebaseRefreshTokenFile != nil, firebaseCustomTokenFile != nil, firebaseAnonymous].filter { $0 }.count
+    }
+
     func validate() throws {
-        if [keyFile != nil, tokenFile != nil, anonymous].filter({ $0 }).count > 1 {
-            throw ValidationError("choose one of --key-file, --token-file and --anonymous")
+        let firebase = firebaseMethods > 0
+        if [keyFile != nil, tokenFile != nil, anonymous, firebase].filter({ $0 }).count > 1 {
+            throw ValidationError("choose one of --key-file, --token-file, --anonymous and a Firebase sign-in")
+        }
+        if firebaseMethods > 1 {
+            throw ValidationError("choose one Firebase sign-in: --firebase-email, --firebase-refresh-token-file, --firebase-custom-token-file or --firebase-anonymous")
+        }
+        if (firebaseEmail == nil) != (firebasePasswordFile == nil) {
+            throw ValidationError("--firebase-email and --firebase-password-file go together")
+        }
+        if !firebase && (firebaseAPIKey != nil || firebaseAuthEmulator != nil) {
+            throw ValidationError("--firebase-api-key and --firebase-auth-emulator need a Firebase sign-in (e.g. --firebase-email)")
         }
     }
 
-    func configuration() throws -> StorageConfiguration {
+    func configuration(transport: HTTPTransport = .shared) throws -> StorageConfiguration {
         var configuration = StorageConfiguration.fromEnvironment()
+        configuration.transport = transport
         let environment = ProcessInfo.processInfo.environment
         if let endpoint {
             guard let url = StorageConfiguration.emulatorURL(endpoint) else {
@@ -34,16 +77,40 @@ struct StorageOptions: ParsableArguments {
             configuration.endpoint = url
         }
         do {
-            if let keyFile {
-                configuration.credentials = try ServiceAccountCredentials(keyFile: keyFile)
+            if let signIn = try firebaseSignIn() {
+                var auth = try FirebaseAuth.fromEnvironment(apiKey: firebaseAPIKey, environment: environment, transport: transport)
+                if let host = firebaseAuthEmulator {
+                    guard let url = StorageConfiguration.emulatorURL(host), let name = url.host, let port = url.port else {
+                        throw ValidationError("--firebase-auth-emulator \(host) is not host:port")
+                    }
+                    auth.useEmulator(withHost: name, port: port)
+                }
+                configuration.credentials = FirebaseAuthCredentials(auth: auth, signIn: signIn, logger: Logger(label: "bucketfs.credentials"))
+            } else if let keyFile {
+                configuration.credentials = try ServiceAccountCredentials(keyFile: keyFile, transport: transport)
             } else if let tokenFile {
                 configuration.credentials = StaticTokenCredentials(tokenFile: tokenFile)
             } else if !anonymous, endpoint == nil, environment["STORAGE_EMULATOR_HOST"] == nil {
-                configuration.credentials = try Credentials.fromEnvironment(environment)
+                configuration.credentials = try Credentials.fromEnvironment(environment, transport: transport)
             }
-        } catch {
+        } catch let error as CredentialsError {
             throw CLIError.bucket("credentials: \(error)", exitCode: 3)
         }
         return configuration
+    }
+
+    /// The Firebase sign-in asked for, its secrets read from their files
+    /// (errors name the file, never its content).
+    private func firebaseSignIn() throws(CredentialsError) -> FirebaseAuthCredentials.SignIn? {
+        if let firebaseEmail, let firebasePasswordFile {
+            return .emailPassword(email: firebaseEmail, password: try Self.secret(firebasePasswordFile, "password"))
+        }
+        if let firebaseRefreshTokenFile { return .refreshToken(try Self.secret(firebaseRefreshTokenFile, "refresh token")) }
+        if let firebaseCustomTokenFile { return .customToken(try Self.secret(firebaseCustomTokenFile, "custom token")) }
+        return firebaseAnonymous ? .anonymous : nil
+    }
+
+    private static func secret(_ path: String, _ what: String) throws(CredentialsError) -> String {
+        try FirebaseAuthCredentials.readSecret(fromFile: path, what: what)
     }
 }

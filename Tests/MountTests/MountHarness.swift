@@ -36,6 +36,8 @@ enum MountEnv {
 
     static func emulator() throws -> String { try endpoint("BUCKETFS_TEST_EMULATOR") }
     static func fake() throws -> String { try endpoint("BUCKETFS_TEST_FAKE_GCS") }
+    /// firebase_emulator.py: Storage v0 + Auth + rules, and the JSON API.
+    static func firebase() throws -> String { try endpoint("BUCKETFS_TEST_FIREBASE") }
     static func repo() throws -> String { try variable("BUCKETFS_TEST_REPO") }
 
     /// `BUCKETFS_TEST_EMULATOR_LOG`, else the log of test.sh's emulator.
@@ -485,8 +487,11 @@ final class Mount: @unchecked Sendable {
         return mount
     }
 
+    /// Anonymous unless `options` sign in to Firebase (`--firebase-…`, or
+    /// `-o firebase_…` as fstab gives it).
     func arguments(endpoint: String, bucket: String, prefix: String, options: [String]) -> [String] {
-        ["mount", "--endpoint", endpoint, "--anonymous", "gs://\(bucket)/\(prefix)", path,
+        let credentials = options.contains { $0.hasPrefix("--firebase-") || $0.hasPrefix("firebase_") } ? [] : ["--anonymous"]
+        return ["mount", "--endpoint", endpoint] + credentials + ["gs://\(bucket)/\(prefix)", path,
          "--cache-dir", cacheDir, "--log-file", logFile, "--log-level", "debug"] + options
     }
 

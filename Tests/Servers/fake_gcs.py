@@ -869,6 +869,14 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - quiet
         pass
 
+    # Hooks for servers built on this one (firebase_emulator.py): the API
+    # routes (called with STATE.lock held) and the /_ control endpoints.
+    def route(self, method, path, query, headers, body, host):
+        return dispatch(method, path, query, headers, body, host)
+
+    def control(self, method, path, body):
+        return control(method, path, body)
+
     def _read_body(self):
         length = self.headers.get("Content-Length")
         if length:
@@ -932,7 +940,7 @@ class Handler(BaseHTTPRequestHandler):
         method = self.command
         if path.startswith("/_"):
             try:
-                reply = control(method, path, body)
+                reply = self.control(method, path, body)
             except (ValueError, TypeError, AttributeError) as e:
                 reply = Reply.json({"error": "bad control request: %s" % e}, 400)
             self._send(reply)
@@ -947,7 +955,7 @@ class Handler(BaseHTTPRequestHandler):
             host = self.headers.get("Host") or "%s:%d" % self.server.server_address[:2]
             with STATE.lock:
                 try:
-                    reply = dispatch(method, path, query, self.headers, body, host)
+                    reply = self.route(method, path, query, self.headers, body, host)
                 except HTTPError as e:
                     err = error_body(e.code, e.message, e.reason)
                     detail = e.headers.get("detail")
@@ -989,14 +997,19 @@ class Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def loopback_arguments(parser):
+    """--host (loopback only) and --port; the parsed arguments."""
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         parser.error("--host must be a loopback address")
-    httpd = Server((args.host, args.port), Handler)
+    return args
+
+
+def serve(host, port, handler):
+    """Serves until SIGTERM/SIGINT; prints READY <port> once listening."""
+    httpd = Server((host, port), handler)
 
     def _stop(signum, frame):
         threading.Thread(target=httpd.shutdown, daemon=True).start()
@@ -1008,6 +1021,11 @@ def main():
         httpd.serve_forever()
     finally:
         httpd.server_close()
+
+
+def main():
+    args = loopback_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
+    serve(args.host, args.port, Handler)
 
 
 if __name__ == "__main__":

@@ -84,31 +84,12 @@ import Testing
         let storage = try TestEnv.emulator(chunk: 256 * 1024, threshold: 256 * 1024)
         let data = TestEnv.randomData(6 << 20, seed: 9)
         let ref = storage.reference().child("\(prefix)/paused.bin")
-        let task = ref.putData(data)
-        let statuses = Mutex<[StorageTaskStatus]>([])
-        let pausedAt = Mutex<Int64?>(nil)
-        for status in [StorageTaskStatus.resume, .pause, .success, .failure] {
-            task.observe(status) { snapshot in
-                statuses.withLock { $0.append(status) }
-                if status == .pause { pausedAt.withLock { $0 = snapshot.progress?.completedUnitCount } }
-            }
-        }
-        let pausedOnce = Mutex(false)
-        task.observe(.progress) { snapshot in
-            guard (snapshot.progress?.completedUnitCount ?? 0) >= 1 << 20 else { return }
-            let first = pausedOnce.withLock { done in defer { done = true }; return !done }
-            if first { task.pause() }
-        }
-        while statuses.withLock({ !$0.contains(.pause) && !$0.contains(.success) }) {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        let offset = try #require(pausedAt.withLock { $0 }, "the upload paused before it finished")
+        let (pausedAt, statuses, stored) = try await TestEnv.pauseOnceAndResume(ref.putData(data), pauseAfter: 1 << 20)
+        let offset = try #require(pausedAt, "the upload paused before it finished")
         #expect(offset > 0 && offset < Int64(data.count))
         #expect(offset % (256 * 1024) == 0, "paused at an acknowledged chunk boundary")
-        task.resume()
-        let stored = try await task.completion()
         #expect(stored.size == Int64(data.count))
-        #expect(statuses.withLock { $0 } == [.resume, .pause, .resume, .success])
+        #expect(statuses == [.resume, .pause, .resume, .success])
         #expect(try await raw.media(ref.fullPath) == data)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import Transport
 @testable import StorageKit
@@ -36,6 +37,34 @@ enum TestEnv {
 
     static func fake(bucket: String = "fake") throws -> Storage {
         try storage("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
+    }
+
+    /// Runs `task` to its end, pausing it once when `pauseAfter` bytes are
+    /// acknowledged and resuming it once the pause is seen. Returns the
+    /// offset the pause reported (nil if the upload finished first), every
+    /// status in order, and the stored object.
+    static func pauseOnceAndResume(
+        _ task: StorageUploadTask, pauseAfter: Int64
+    ) async throws -> (pausedAt: Int64?, statuses: [StorageTaskStatus], stored: StorageMetadata) {
+        let statuses = Mutex<[StorageTaskStatus]>([])
+        let pausedAt = Mutex<Int64?>(nil)
+        for status in [StorageTaskStatus.resume, .pause, .success, .failure] {
+            task.observe(status) { snapshot in
+                statuses.withLock { $0.append(status) }
+                if status == .pause { pausedAt.withLock { $0 = snapshot.progress?.completedUnitCount } }
+            }
+        }
+        let pausedOnce = Mutex(false)
+        task.observe(.progress) { snapshot in
+            guard (snapshot.progress?.completedUnitCount ?? 0) >= pauseAfter else { return }
+            if pausedOnce.withLock({ done in defer { done = true }; return !done }) { task.pause() }
+        }
+        while statuses.withLock({ !$0.contains(.pause) && !$0.contains(.success) && !$0.contains(.failure) }) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        task.resume()
+        let stored = try await task.completion()
+        return (pausedAt.withLock { $0 }, statuses.withLock { $0 }, stored)
     }
 
     /// A fresh prefix per test, so parallel tests never see each other.

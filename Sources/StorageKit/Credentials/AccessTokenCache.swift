@@ -1,17 +1,22 @@
 import Foundation
 import Transport
 
-/// An OAuth2 access token and the moment it stops being accepted.
+/// An OAuth2 access token (or a Firebase ID token) and the moment it stops
+/// being accepted.
 struct AccessToken: Sendable {
     let value: String
     let expiresAt: Date
+    /// How long it was valid for when issued, when known: a short-lived
+    /// token is renewed once a quarter of its life remains, not 5 minutes
+    /// before the end (which would be never, or at every call).
+    var lifetime: TimeInterval?
 }
 
 /// Caches the access token of a refreshing provider.
 ///
 /// A token is reused until less than `refreshMargin` of its lifetime
-/// remains, so a request never starts with a token about to expire in
-/// flight. Concurrent callers that find no usable token share one fetch
+/// remains (a quarter of its lifetime, if that is less), so a request
+/// never starts with a token about to expire in flight. Concurrent callers that find no usable token share one fetch
 /// instead of each hitting the token endpoint: the fetch runs in a task
 /// that the actor remembers until it finishes.
 actor AccessTokenCache {
@@ -33,7 +38,7 @@ actor AccessTokenCache {
     }
 
     func accessToken() async throws -> String {
-        if let token, token.expiresAt.timeIntervalSince(now()) >= refreshMargin {
+        if let token, token.expiresAt.timeIntervalSince(now()) >= margin(token) {
             return token.value
         }
         if let refresh {
@@ -62,6 +67,10 @@ actor AccessTokenCache {
     func invalidate() {
         token = nil
         generation += 1
+    }
+
+    private func margin(_ token: AccessToken) -> TimeInterval {
+        token.lifetime.map { min(refreshMargin, $0 / 4) } ?? refreshMargin
     }
 }
 

@@ -5,10 +5,18 @@ import Transport
 ///
 /// Providers cache what they fetch: `authorizationHeader()` is called before
 /// every request, so it must be cheap when a valid token is at hand.
+///
+/// The credentials also choose the wire dialect: OAuth tokens (service
+/// accounts, access tokens, the metadata server) and anonymous access speak
+/// the Cloud Storage JSON API; a Firebase Auth user speaks the Firebase
+/// Storage REST API (v0), where Security Rules decide.
 public protocol CredentialsProvider: Sendable {
-    /// The value of the `Authorization` header (`Bearer …`), or nil to send
-    /// the request anonymously (public buckets, emulators).
+    /// The value of the `Authorization` header (`Bearer …`, `Firebase …`),
+    /// or nil to send the request anonymously (public buckets, emulators).
     func authorizationHeader() async throws -> String?
+
+    /// Which API these credentials are accepted by.
+    var dialect: StorageDialect { get }
 
     /// Forgets any cached token. The storage layer calls this after a 401 so
     /// that the next `authorizationHeader()` fetches a fresh one (the token
@@ -19,6 +27,44 @@ public protocol CredentialsProvider: Sendable {
 extension CredentialsProvider {
     /// Providers without a cache have nothing to forget.
     public func invalidate() async {}
+
+    /// OAuth and anonymous access: the Cloud Storage JSON API.
+    public var dialect: StorageDialect { .jsonAPI }
+}
+
+/// The two APIs in front of a Cloud Storage bucket.
+public enum StorageDialect: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// The Cloud Storage JSON API (`/storage/v1/b/BUCKET/o…`), with OAuth
+    /// credentials and IAM: what admins and servers use.
+    case jsonAPI
+    /// The Firebase Storage REST API (`/v0/b/BUCKET/o…`), with a Firebase
+    /// Auth ID token and Security Rules: what a Firebase app's users use.
+    /// It has no preconditions and no server-side copy (see the README).
+    case firebase
+
+    /// Where it is served unless an endpoint is configured.
+    public var defaultEndpoint: URL {
+        switch self {
+        case .jsonAPI: return URL(string: "https://storage.googleapis.com")!
+        case .firebase: return URL(string: "https://firebasestorage.googleapis.com")!
+        }
+    }
+
+    /// The environment variable naming an emulator for this API
+    /// (`host:port`, as Google's and Firebase's client libraries read it).
+    public var emulatorVariable: String {
+        switch self {
+        case .jsonAPI: return "STORAGE_EMULATOR_HOST"
+        case .firebase: return "FIREBASE_STORAGE_EMULATOR_HOST"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .jsonAPI: return "Cloud Storage JSON API"
+        case .firebase: return "Firebase Storage REST API (v0)"
+        }
+    }
 }
 
 /// No credentials: requests go out without an `Authorization` header.
@@ -51,6 +97,9 @@ public enum CredentialsError: Error, Sendable, Equatable, CustomStringConvertibl
     case invalidTokenResponse(endpoint: String, status: Int, message: String)
     /// The JWT could not be signed with the key.
     case signingFailed(String)
+    /// Something the credentials need is not configured (a Firebase API
+    /// key, …); the message says what and where to put it.
+    case missingConfiguration(String)
 
     public var description: String {
         switch self {
@@ -68,6 +117,8 @@ public enum CredentialsError: Error, Sendable, Equatable, CustomStringConvertibl
             return "unusable answer from token endpoint \(endpoint) (HTTP \(status)): \(message)"
         case .signingFailed(let reason):
             return "cannot sign the token request: \(reason)"
+        case .missingConfiguration(let what):
+            return what
         }
     }
 }

@@ -1,0 +1,284 @@
+import Foundation
+import Testing
+import Transport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension MountTests {
+    /// Mounts signed in to Firebase Auth as user A, through Firebase
+    /// Storage's v0 API on the loopback server (`firebase_emulator.py`),
+    /// whose rules give each user `users/UID/**` and everyone `public/**`
+    /// to read. Results are checked through the server's JSON API (its
+    /// admin view), never through the mount.
+    @Suite struct Firebase {
+        static let apiKey = "fake-api-key"
+
+        struct User {
+            let uid: String
+            let email: String
+            let passwordFile: String
+        }
+
+        /// A bucket of its own, users A and B, and a scratch directory.
+        struct Setup {
+            let endpoint: String
+            let gcs: DirectGCS
+            let bucket: String
+            let scratch: String
+            let a: User
+            let b: User
+
+            init() async throws {
+                endpoint = try MountEnv.firebase()
+                bucket = "fbmt-\(UUID().uuidString.prefix(8).lowercased())"
+                gcs = DirectGCS(base: endpoint, bucket: bucket)
+                scratch = try Scratch.directory()
+                a = try await Self.newUser(endpoint, scratch: scratch, name: "a")
+                b = try await Self.newUser(endpoint, scratch: scratch, name: "b")
+            }
+
+            /// An email/password account made through the Auth endpoint, its
+            /// password in a file (as `--firebase-password-file` reads it).
+            static func newUser(_ endpoint: String, scratch: String, name: String) async throws -> User {
+                let email = "\(name)-\(UUID().uuidString.prefix(8).lowercased())@example.com"
+                let password = "pw \(UUID().uuidString)"
+                let json = try await post(endpoint, "/identitytoolkit.googleapis.com/v1/accounts:signUp?key=\(apiKey)",
+                                          ["email": email, "password": password])
+                let uid = try #require(json["localId"] as? String)
+                let file = "\(scratch)/\(name).password"
+                try Data((password + "\n").utf8).write(to: URL(fileURLWithPath: file))
+                return User(uid: uid, email: email, passwordFile: file)
+            }
+
+            @discardableResult
+            static func post(_ endpoint: String, _ path: String, _ json: [String: Any]) async throws -> [String: Any] {
+                let response = try await DirectGCS.transport.send(HTTPRequest(
+                    method: .post, url: endpoint + path, headers: ["Content-Type": "application/json"],
+                    body: .bytes(try JSONSerialization.data(withJSONObject: json)), isIdempotent: false))
+                guard response.isSuccess else { throw HarnessError("POST \(path) answered \(response.status)") }
+                return (try JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:]
+            }
+
+            /// Mounts the whole bucket signed in as `user`; with `fstabStyle`
+            /// the sign-in goes in `-o name=value` options, as /etc/fstab
+            /// passes them.
+            func mount(as user: User, options: [String] = [], fstabStyle: Bool = false) async throws -> Mount {
+                let host = String(endpoint.dropFirst("http://".count))
+                let signIn = fstabStyle
+                    ? ["-o", "firebase_api_key=\(Firebase.apiKey),firebase_email=\(user.email),firebase_password_file=\(user.passwordFile),firebase_auth_emulator=\(host)"]
+                    : ["--firebase-api-key", Firebase.apiKey, "--firebase-email", user.email,
+                       "--firebase-password-file", user.passwordFile, "--firebase-auth-emulator", host]
+                return try await Mount.start(endpoint: endpoint, bucket: bucket, prefix: "", options: signIn + options)
+            }
+
+            /// The v0 requests the server saw (with who made them).
+            func requests() async throws -> [[String: Any]] {
+                let response = try await DirectGCS.transport.send(HTTPRequest(method: .get, url: endpoint + "/_firebase/requests", isIdempotent: true))
+                return (try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]]) ?? []
+            }
+
+            func clearRequests() async throws { try await Self.post(endpoint, "/_firebase/requests/clear", [:]) }
+
+            /// The most requests the server handled at once since the last clear.
+            func widestConcurrency() async throws -> Int {
+                let response = try await DirectGCS.transport.send(HTTPRequest(method: .get, url: endpoint + "/_firebase/concurrency", isIdempotent: true))
+                return ((try JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["widest"] as? Int) ?? 0
+            }
+        }
+
+        static func run(_ tool: String, _ arguments: [String]) async throws -> ToolResult {
+            try await Tools.run(tool, arguments, timeout: .seconds(60))
+        }
+
+        @Test("signed in as A: A's folder reads and writes like any mount, the ID token renewed meanwhile", .timeLimit(.minutes(3)))
+        func ownFolderReadWrite() async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            let folder = "users/\(s.a.uid)"
+            try await s.gcs.put("\(folder)/notes.txt", Data("A's notes\n".utf8))
+            try await s.gcs.put("\(folder)/photos/space.jpg", MountEnv.pattern(300_000, seed: 1), contentType: "image/jpeg")
+            // Tokens of 4 s: the mount must renew them as it goes.
+            try await Setup.post(s.endpoint, "/_auth/config", ["tokenLifetime": 4, "localId": s.a.uid])
+            // 1 MiB upload chunks: the 5 MiB cp below streams over v0's resumable protocol.
+            let mount = try await s.mount(as: s.a, options: ["--upload-chunk-size", "1"])
+            defer { mount.cleanup() }
+            let mine = mount.at(folder)
+
+            let listing = try await Self.run("/bin/ls", ["-l", mine, mine + "/photos"])
+            #expect(listing.ok, "\(listing.summary)\nlog:\n\(mount.logTail())")
+            #expect(listing.out.contains(" 10 ") && listing.out.contains("notes.txt"), "\(listing.out)")
+            #expect(listing.out.contains(" 300000 ") && listing.out.contains("space.jpg"), "\(listing.out)")
+            #expect(FileManager.default.contents(atPath: mine + "/notes.txt") == Data("A's notes\n".utf8))
+            #expect(FileManager.default.contents(atPath: mine + "/photos/space.jpg") == MountEnv.pattern(300_000, seed: 1))
+
+            let local = s.scratch + "/upload.bin"
+            let data = MountEnv.pattern(5 << 20, seed: 2)
+            try data.write(to: URL(fileURLWithPath: local))
+            let cp = try await Self.run("/bin/cp", [local, mine + "/upload.bin"])
+            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(s.gcs, "\(folder)/upload.bin", holds: data, "cp into A's folder")
+            let commands = try await s.requests().filter { ($0["query"] as? String ?? "").contains("upload.bin") }.compactMap { $0["command"] as? String }
+            #expect(commands.first == "start" && commands.last == "upload, finalize" && commands.count >= 5,
+                    "streamed in 1 MiB chunks: \(commands)")
+
+            let append = try await Self.run("/bin/sh", ["-c", "printf 'more\\n' >> '\(mine)/notes.txt'"])
+            #expect(append.ok, "\(append.summary)")
+            #expect(try await s.gcs.download("\(folder)/notes.txt") == Data("A's notes\nmore\n".utf8))
+
+            try await Task.sleep(for: .seconds(4))  // past the first token's expiry
+            let mkdir = try await Self.run("/bin/mkdir", [mine + "/new-dir"])
+            #expect(mkdir.ok, "\(mkdir.summary)")
+            #expect(try await s.gcs.resource("\(folder)/new-dir/") != nil, "mkdir made the placeholder")
+            let mv = try await Self.run("/bin/mv", [mine + "/notes.txt", mine + "/new-dir/notes.txt"])
+            #expect(mv.ok, "\(mv.summary)\nlog:\n\(mount.logTail())")
+            #expect(try await s.gcs.resource("\(folder)/notes.txt") == nil)
+            #expect(try await s.gcs.download("\(folder)/new-dir/notes.txt") == Data("A's notes\nmore\n".utf8))
+            let rm = try await Self.run("/bin/rm", [mine + "/upload.bin"])
+            #expect(rm.ok, "\(rm.summary)")
+            #expect(try await s.gcs.resource("\(folder)/upload.bin") == nil)
+            // Metadata as xattrs and symbolic links work as on any mount.
+            let setfattr = try await Self.run("/usr/bin/setfattr", ["-n", "user.location", "-v", "Yosemite", mine + "/photos/space.jpg"])
+            #expect(setfattr.ok, "\(setfattr.summary)\nlog:\n\(mount.logTail())")
+            #expect(try await s.gcs.customMetadata("\(folder)/photos/space.jpg")["location"] == "Yosemite")
+            let getfattr = try await Self.run("/usr/bin/getfattr", ["--only-values", "-n", "user.location", mine + "/photos/space.jpg"])
+            #expect(getfattr.out == "Yosemite", "\(getfattr.summary)")
+            let ln = try await Self.run("/bin/ln", ["-s", "photos/space.jpg", mine + "/link.jpg"])
+            #expect(ln.ok, "\(ln.summary)")
+            #expect(try await s.gcs.customMetadata("\(folder)/link.jpg")["gcsfuse_symlink_target"] == "photos/space.jpg")
+            #expect(FileManager.default.contents(atPath: mine + "/link.jpg") == MountEnv.pattern(300_000, seed: 1))
+
+            let seen = try await s.requests().filter { ($0["path"] as? String ?? "").hasPrefix("/v0/b/\(s.bucket)") }
+            #expect(!seen.isEmpty)
+            #expect(seen.allSatisfy { $0["auth"] as? String == "uid:\(s.a.uid)" && $0["scheme"] as? String == "Firebase" },
+                    "every request as A, with a valid token: \(seen.filter { $0["auth"] as? String != "uid:\(s.a.uid)" })")
+            let log = (try? String(contentsOfFile: mount.logFile, encoding: .utf8)) ?? ""
+            #expect(log.contains("refreshed ID token"), "the 4 s token was renewed\nlog:\n\(mount.logTail())")
+            let password = try String(contentsOfFile: s.a.passwordFile, encoding: .utf8).trimmingCharacters(in: .newlines)
+            #expect(!log.contains(password) && !log.contains(Self.apiKey) && !log.contains("eyJ"), "no secret in the log")
+        }
+
+        @Test("signed in as A: B's folder is EACCES on list, read and write, with nothing lost; public/ is readable", .timeLimit(.minutes(3)))
+        func othersFolderAndPublic() async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            try await s.gcs.put("users/\(s.b.uid)/secret.txt", Data("B only".utf8))
+            try await s.gcs.put("users/\(s.a.uid)/mine.txt", Data("A".utf8))
+            try await s.gcs.put("public/notice.txt", Data("for everyone\n".utf8))
+            let mount = try await s.mount(as: s.a, fstabStyle: true)
+            defer { mount.cleanup() }
+            let theirs = mount.at("users/\(s.b.uid)")
+
+            let ls = try await Self.run("/bin/ls", [theirs])
+            #expect(!ls.ok && ls.stderr.contains("Permission denied"), "\(ls.summary)")
+            let cat = try await Self.run("/bin/cat", [theirs + "/secret.txt"])
+            #expect(!cat.ok && cat.stderr.contains("Permission denied"), "\(cat.summary)")
+            let local = s.scratch + "/mine.txt"
+            try Data("A's attempt".utf8).write(to: URL(fileURLWithPath: local))
+            let cp = try await Self.run("/bin/cp", [local, theirs + "/planted.txt"])
+            #expect(!cp.ok && cp.stderr.contains("Permission denied"), "\(cp.summary)")
+            let rm = try await Self.run("/bin/rm", ["-f", theirs + "/secret.txt"])
+            #expect(!rm.ok && rm.stderr.contains("Permission denied"), "\(rm.summary)")
+            let mv = try await Self.run("/bin/mv", [mount.at("users/\(s.a.uid)/mine.txt"), theirs + "/mine.txt"])
+            #expect(!mv.ok && mv.stderr.contains("Permission denied"), "\(mv.summary)")
+            // The top of the bucket cannot be listed either (rules), but users/ can be entered.
+            let top = try await Self.run("/bin/ls", [mount.path])
+            #expect(!top.ok && top.stderr.contains("Permission denied"), "\(top.summary)")
+
+            // Nothing lost, nothing planted.
+            #expect(try await s.gcs.download("users/\(s.b.uid)/secret.txt") == Data("B only".utf8))
+            #expect(try await s.gcs.list(prefix: "users/\(s.b.uid)/") == ["users/\(s.b.uid)/secret.txt"])
+            #expect(try await s.gcs.download("users/\(s.a.uid)/mine.txt") == Data("A".utf8))
+            #expect(FileManager.default.contents(atPath: local) == Data("A's attempt".utf8))
+
+            let pub = try await Self.run("/bin/ls", ["-l", mount.at("public")])
+            #expect(pub.ok && pub.out.contains("notice.txt") && pub.out.contains(" 13 "), "\(pub.summary + pub.out)")
+            #expect(FileManager.default.contents(atPath: mount.at("public/notice.txt")) == Data("for everyone\n".utf8))
+            let denied = try await s.requests().filter { ($0["path"] as? String ?? "").contains(s.b.uid) || ($0["query"] as? String ?? "").contains(s.b.uid) }
+            #expect(!denied.isEmpty && denied.allSatisfy { $0["method"] as? String == "GET" }, "only reads were tried in B's folder: \(denied)")
+        }
+
+        @Test("a refused sign-in is exit code 3 with the service's reason and no secret")
+        func refusedSignIn() async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            let wrong = s.scratch + "/wrong.password"
+            try Data("not the password\n".utf8).write(to: URL(fileURLWithPath: wrong))
+            let mountpoint = s.scratch + "/mnt"
+            try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+            let host = String(s.endpoint.dropFirst("http://".count))
+            let result = try await runBucketfs([
+                "mount", "--endpoint", s.endpoint, "gs://\(s.bucket)", mountpoint, "--cache-dir", s.scratch + "/cache",
+                "--firebase-api-key", Self.apiKey, "--firebase-email", s.a.email, "--firebase-password-file", wrong,
+                "--firebase-auth-emulator", host,
+            ])
+            #expect(result.status == 3, "\(result.summary)")
+            #expect(result.stderr.contains("INVALID_PASSWORD"), "\(result.stderr)")
+            #expect(!result.stderr.contains("not the password") && !result.stderr.contains(Self.apiKey), "\(result.stderr)")
+            #expect(!Kernel.isMounted(mountpoint))
+        }
+
+        @Test("a write the server refuses at close: EACCES, the bytes in the recovery folder", .timeLimit(.minutes(3)))
+        func refusedAtClose() async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            let folder = "users/\(s.a.uid)"
+            try await s.gcs.put("\(folder)/keep.txt", Data("k".utf8))
+            let mount = try await s.mount(as: s.a)
+            defer { mount.cleanup() }
+            // A rule on the upload (as a size or type rule would): 403 for this name.
+            try await s.gcs.fault([
+                "status": 403, "method": "POST", "path_contains": "refused.bin", "count": 5,
+            ])
+            let data = MountEnv.pattern(200_000, seed: 3)
+            let fd = try Posix.open(mount.at("\(folder)/refused.bin"), O_WRONLY | O_CREAT | O_TRUNC)
+            #expect(Posix.writeAll(fd, data) == nil)
+            let closed = try #require(await Posix.within(.seconds(30)) { Glibc.close(fd) }, "close hung")
+            #expect(closed.0.rc == -1 && closed.0.code == EACCES, "close: \(closed.0)\nlog:\n\(mount.logTail())")
+            let recovery = "\(mount.cacheDir)/recovery/\(s.bucket)/\(folder)/refused.bin"
+            #expect(FileManager.default.contents(atPath: recovery) == data, "the refused bytes wait in \(recovery)")
+            #expect(try await s.gcs.resource("\(folder)/refused.bin") == nil)
+        }
+
+        @Test("ls -l of 1,000 objects: one listing, stats side by side; rename is bounded", .timeLimit(.minutes(3)))
+        func largeListingAndRename() async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            let folder = "users/\(s.a.uid)"
+            try await s.gcs.putAll((0..<1000).map { ("\(folder)/many/f\(String(format: "%04d", $0))", Data(count: $0 % 97)) }, width: 16)
+            try await s.gcs.put("\(folder)/big.bin", MountEnv.pattern(3 << 20, seed: 4))
+            try await s.gcs.put("\(folder)/small.txt", Data("s".utf8))
+            let mount = try await s.mount(as: s.a, options: ["--rename-copy-limit", "1"])
+            defer { mount.cleanup() }
+            _ = try await Self.run("/usr/bin/stat", [mount.at("\(folder)/many")])
+            try await s.clearRequests()
+            let ls = try await Self.run("/bin/ls", ["-l", mount.at("\(folder)/many")])
+            #expect(ls.ok, "\(ls.summary)")
+            let rows = ls.lines.filter { $0.hasPrefix("-") }
+            #expect(rows.count == 1000)
+            #expect(rows.allSatisfy { row in
+                let fields = row.split(separator: " ", omittingEmptySubsequences: true)
+                guard let size = Int(fields[4]), let index = Int(fields.last!.dropFirst()) else { return false }
+                return size == index % 97
+            }, "every size right")
+            let seen = try await s.requests()
+            #expect(seen.filter { ($0["query"] as? String ?? "").contains("prefix=") }.count == 1, "one listing page")
+            #expect(seen.filter { ($0["path"] as? String ?? "").contains("many%2Ff") }.count == 1000, "one stat per object")
+            let widest = try await s.widestConcurrency()
+            #expect(widest >= 4, "the stats overlapped (\(widest) at once)")
+
+            // rename: small files through the client; over the limit, EXDEV (mv copies itself).
+            let mvSmall = try await Self.run("/bin/mv", [mount.at("\(folder)/small.txt"), mount.at("\(folder)/small2.txt")])
+            #expect(mvSmall.ok, "\(mvSmall.summary)")
+            #expect(try await s.gcs.download("\(folder)/small2.txt") == Data("s".utf8))
+            let exdev = Posix.rename2(mount.at("\(folder)/big.bin"), mount.at("\(folder)/big2.bin"), flags: 0)
+            #expect(exdev.rc == -1 && exdev.code == EXDEV, "rename(2) of 3 MiB over a 1 MiB limit: \(exdev)")
+            let mvBig = try await Self.run("/bin/mv", [mount.at("\(folder)/big.bin"), mount.at("\(folder)/big2.bin")])
+            #expect(mvBig.ok, "\(mvBig.summary)")
+            try await ObjectChecks.expect(s.gcs, "\(folder)/big2.bin", holds: MountEnv.pattern(3 << 20, seed: 4), "mv after EXDEV")
+            #expect(try await s.gcs.resource("\(folder)/big.bin") == nil)
+            let dirExdev = Posix.rename2(mount.at("\(folder)/many"), mount.at("\(folder)/many2"), flags: 0)
+            #expect(dirExdev.rc == -1 && dirExdev.code == EXDEV, "rename(2) of a directory: \(dirExdev)")
+        }
+    }
+}

@@ -50,7 +50,7 @@ import Testing
         let h = try Harness(options: options(cache, window: 30))
         let (inode, handle) = try await write(h, "denied.txt", bytes(10, seed: 2))
         h.store.failNext(1, with: .permissionDenied("403"), operations: [.put])
-        await expectErrno(EIO) { try await h.fs.flush(inode, handle: handle) }
+        await expectErrno(EACCES) { try await h.fs.flush(inode, handle: handle) }
         try await h.fs.release(inode, handle: handle)
         #expect(h.store.requestCount(.put) == 1)
     }

@@ -45,13 +45,16 @@ faulted, never logged):
 import argparse
 import http.client
 import json
-import signal
+import os
 import socket
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_gcs as gcs  # noqa: E402  (its loopback serving)
 
 ACTIONS = ("status", "drop", "cut_request_after_bytes", "stall_seconds")
 HOP_BY_HOP = {
@@ -90,6 +93,8 @@ class State:
 
 STATE = State()
 UPSTREAM = None  # (host, port)
+# One upstream connection per serving thread, reused across requests.
+UPSTREAM_CONNECTIONS = threading.local()
 
 
 def error_json(code, message):
@@ -142,11 +147,11 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _forward(self, body):
-        conn = getattr(self.server.local, "conn", None)
+        conn = getattr(UPSTREAM_CONNECTIONS, "conn", None)
         for attempt in range(2):
             if conn is None:
                 conn = http.client.HTTPConnection(*UPSTREAM, timeout=600)
-                self.server.local.conn = conn
+                UPSTREAM_CONNECTIONS.conn = conn
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
             headers["Content-Length"] = str(len(body))
             try:
@@ -155,12 +160,12 @@ class Handler(BaseHTTPRequestHandler):
                 data = response.read()
                 if response.will_close:
                     conn.close()
-                    self.server.local.conn = None
+                    UPSTREAM_CONNECTIONS.conn = None
                 return response.status, response.getheaders(), data
             except (ConnectionError, http.client.HTTPException, OSError):
                 conn.close()
                 conn = None
-                self.server.local.conn = None
+                UPSTREAM_CONNECTIONS.conn = None
                 if attempt == 1:
                     raise
         raise ConnectionError("unreachable")
@@ -255,43 +260,16 @@ class Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.local = threading.local()
-
-    def handle_error(self, request, client_address):
-        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
-            return
-        super().handle_error(request, client_address)
-
-
 def main():
     global UPSTREAM
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--upstream", required=True, help="http://127.0.0.1:PORT")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    args = parser.parse_args()
+    args = gcs.loopback_arguments(parser)
     upstream = urlsplit(args.upstream)
-    if args.host not in ("127.0.0.1", "localhost", "::1") or upstream.hostname not in ("127.0.0.1", "localhost", "::1"):
-        parser.error("both ends must be loopback addresses")
+    if upstream.hostname not in ("127.0.0.1", "localhost", "::1"):
+        parser.error("--upstream must be a loopback address")
     UPSTREAM = (upstream.hostname, upstream.port or 80)
-    httpd = Server((args.host, args.port), Handler)
-
-    def _stop(signum, frame):
-        threading.Thread(target=httpd.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    print("READY %d" % httpd.server_address[1], flush=True)
-    try:
-        httpd.serve_forever()
-    finally:
-        httpd.server_close()
+    gcs.serve(args.host, args.port, Handler)
 
 
 if __name__ == "__main__":

@@ -81,6 +81,9 @@ struct MountCommand: AsyncParsableCommand {
             staging: RecoveryFolder.stagingDirectory(cacheDirectory: options.cacheDirectory!), recovery: recovery, logger: logger)
         await PendingUploads.handle(recovery, store: store, retry: filesystem.retryPending, logger: logger)
         let fs = FileSystem(store: store, options: options, logger: Logger(label: "bucketfs.fs"))
+        if filesystem.retryPending, fs.retryRecoveryEntriesInBackground() > 0 {
+            logger.notice("pending files that could not be uploaded yet are retried in the background while mounted")
+        }
         try await MountRunner(
             filesystem: fs, mountpoint: mountpoint,
             fuseOptions: filesystem.fuseOptions(bucketURL: target.description),

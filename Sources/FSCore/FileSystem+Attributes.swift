@@ -25,7 +25,14 @@ extension FileSystem {
             try await truncate(inode, target.path, to: size)
         }
         if changes.changesMetadata {
-            let keys = Self.metadataKeys(changes)
+            var keys = Self.metadataKeys(changes)
+            if let mode = changes.mode, target.kind == .file {
+                // A FIFO, socket or device keeps its type in the stored mode.
+                let type = try await getattr(inode).attributes.mode & UInt32(S_IFMT)
+                if AttributeMapper.specialTypes.contains(type) {
+                    keys[AttributeMapper.modeKey] = String(type | (mode & 0o7777), radix: 8)
+                }
+            }
             if target.kind != .directory, let staged = state.withLock({ $0.staged[inode] }), staged.rideAlong({ s in
                 for (key, value) in keys where key != AttributeMapper.mtimeKey { s.pendingMetadata[key] = value }
                 if let mtime = changes.modificationTime { s.modificationTime = Self.timestamp(mtime) }
@@ -43,8 +50,9 @@ extension FileSystem {
     /// A truncate through a handle changes the staged file (uploaded at
     /// close); one by path stages, truncates and uploads at once.
     private func truncate(_ inode: UInt64, _ path: String, to size: Int64) async throws(FSError) {
-        if let staged = state.withLock({ $0.staged[inode] }) {
-            try await staged.truncate(to: size, now: Timestamp(Date()))
+        // A staged file whose last release is uploading it takes the change
+        // into another upload; one retired meanwhile does not.
+        if let staged = state.withLock({ $0.staged[inode] }), try await staged.truncate(to: size, now: Timestamp(Date())) {
             return
         }
         let info = try await currentInfo(path)

@@ -6,6 +6,15 @@ import Glibc
 /// Names to inodes: lookup, getattr and the kernel's lookup counting.
 extension FileSystem {
     public func lookup(parent: UInt64, name: String) async throws(FSError) -> EntryReply {
+        do {
+            return try await lookupChild(parent: parent, name: name)
+        } catch where error.errno == ENOENT && name.utf8.count > PathRules.maximumNameLength {
+            // No such name, and none this long could be created.
+            throw FSError(ENAMETOOLONG, "\(name.utf8.count) bytes, more than \(PathRules.maximumNameLength)")
+        }
+    }
+
+    private func lookupChild(parent: UInt64, name: String) async throws(FSError) -> EntryReply {
         let path = try childPath(parent: parent, name: name, "lookup")
         let now = clock.now
         if let cached = try state.withLock({ s throws(FSError) -> EntryReply? in
@@ -49,7 +58,13 @@ extension FileSystem {
     }
 
     public func getattr(_ inode: UInt64) async throws(FSError) -> AttributesReply {
-        let record = try record(inode)
+        let record: InodeTable.Record
+        do {
+            record = try self.record(inode)
+        } catch {
+            if let open = openButUnlinked(inode) { return AttributesReply(attributes: open, timeout: 0) }
+            throw error
+        }
         if inode == InodeTable.root {
             return AttributesReply(attributes: mapper.directory(placeholder: nil, inode: inode), timeout: options.kernelTimeout)
         }
@@ -71,6 +86,19 @@ extension FileSystem {
             throw FSError(ENOENT, "\(record.path) is gone")
         }
         return AttributesReply(attributes: attributes, timeout: options.kernelTimeout)
+    }
+
+    /// A file unlinked (or replaced) while open stays usable through its
+    /// open descriptors, as on a local disk: its last attributes, with no
+    /// links left. Nil unless `inode` is unbound and still open.
+    private func openButUnlinked(_ inode: UInt64) -> FileAttributes? {
+        var attributes: FileAttributes? = state.withLock { s in
+            guard let record = s.inodes[inode], !record.bound else { return nil }
+            if let staged = s.staged[inode] { return stagedAttributes(staged, path: record.path, inode: inode) }
+            return s.files.values.first { $0.inode == inode }?.reader.map { mapper.file($0.info, inode: inode) }
+        }
+        attributes?.linkCount = 0
+        return attributes
     }
 
     // MARK: - Probing the store

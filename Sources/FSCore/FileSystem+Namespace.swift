@@ -10,10 +10,11 @@ extension FileSystem {
     /// the mount's default.
     public func mkdir(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply {
         let path = try newEntryPath(parent: parent, name: name, "mkdir")
-        var metadata = [AttributeMapper.mtimeKey: Self.secondsText(Timestamp(Date()))]
-        if mode & 0o7777 != options.dirMode { metadata[AttributeMapper.modeKey] = String(mode & 0o7777, radix: 8) }
+        var metadata = await newEntryMetadata(parent: parent, type: UInt32(S_IFDIR), mode: mode)
+        metadata[AttributeMapper.mtimeKey] = Self.secondsText(Timestamp(Date()))
         do {
             let info = try await store.put(objectName(path) + "/", from: nil, options: PutOptions(customMetadata: metadata, ifGenerationMatch: 0))
+            touchDirectories(parent)
             return noteCreated(path, .directory(placeholder: info))
         } catch .preconditionFailed {
             throw FSError(EEXIST, "\(objectName(path))/ already exists")
@@ -22,20 +23,30 @@ extension FileSystem {
         }
     }
 
-    /// Deletes the object, with its generation as precondition when known
-    /// (so a newer version someone else wrote is not deleted: ESTALE). A
-    /// file created here and not uploaded yet only stops being uploaded.
+    /// Deletes the object, always with its generation as precondition (from
+    /// the cache, else from a stat first): a newer version someone else
+    /// wrote is not deleted (ESTALE), and the delete is safe to retry, so a
+    /// burst of server errors costs time, not the file. Already gone
+    /// (someone else, or a retried attempt whose answer was lost, deleted
+    /// it): done. A file created here and not uploaded yet only stops being
+    /// uploaded.
     public func unlink(parent: UInt64, name: String) async throws(FSError) {
         let path = try existingEntryPath(parent: parent, name: name, "unlink")
         let (kind, staged) = known(path)
         if kind == .directory { throw FSError(EISDIR, "unlink of directory \(path)") }
         var generation: Int64?
         if let staged {
-            let base = staged.state.withLock { s -> ObjectInfo? in
+            // No upload starts once it is unlinked; one already under way
+            // (a release's) may still create the object: wait for it, so
+            // that what it stored is deleted too.
+            let inFlight = staged.state.withLock { s in
                 s.unlinked = true
-                return s.base
+                return s.upload
             }
+            if let inFlight { _ = await inFlight.value }
+            let base = staged.state.withLock { $0.base }
             guard let base else {
+                touchDirectories(parent)
                 forgetName(path)
                 return
             }
@@ -44,37 +55,50 @@ extension FileSystem {
             generation = info.generation
         }
         do {
+            if generation == nil { generation = try await store.stat(objectName(path)).generation }
             try await store.delete(objectName(path), ifGenerationMatch: generation)
+        } catch .notFound {
+            logger.debug("unlink: already gone", metadata: ["object": "\(objectName(path))"])
         } catch {
             state.withLock { $0.stats.invalidate(path) }
             staged?.state.withLock { $0.unlinked = false }
             throw failure(error, "delete", path)
         }
+        touchDirectories(parent)
         forgetName(path)
     }
 
-    /// Deletes the `dir/` placeholder; ENOTEMPTY while anything is below.
+    /// Deletes the `dir/` placeholder (with its generation as precondition,
+    /// so the delete can be retried); ENOTEMPTY while anything is below.
     public func rmdir(parent: UInt64, name: String) async throws(FSError) {
         let path = try existingEntryPath(parent: parent, name: name, "rmdir")
         if let kind = known(path).kind, kind != .directory {
             throw FSError(ENOTDIR, "rmdir of file \(path)")
         }
         if try await hasChildren(path) { throw FSError(ENOTEMPTY, "\(objectName(path))/ is not empty") }
+        let placeholder = objectName(path) + "/"
+        var generation: Int64?
+        if case .directory(let info?)? = state.withLock({ $0.stats.lookup(path, now: clock.now) }) { generation = info.generation }
         do {
-            try await store.delete(objectName(path) + "/", ifGenerationMatch: nil)
+            if generation == nil { generation = try await store.stat(placeholder).generation }
+            try await store.delete(placeholder, ifGenerationMatch: generation)
         } catch .notFound {
             // An implicit directory with nothing below is already gone.
         } catch {
             throw failure(error, "rmdir", path)
         }
+        touchDirectories(parent)
         forgetName(path, directory: true)
     }
 
     public func symlink(target: String, parent: UInt64, name: String) async throws(FSError) -> EntryReply {
         let path = try newEntryPath(parent: parent, name: name, "symlink")
-        let metadata = [AttributeMapper.symlinkKey: target, AttributeMapper.mtimeKey: Self.secondsText(Timestamp(Date()))]
+        var metadata = await newEntryMetadata(parent: parent, type: UInt32(S_IFLNK), mode: 0o777)
+        metadata[AttributeMapper.symlinkKey] = target
+        metadata[AttributeMapper.mtimeKey] = Self.secondsText(Timestamp(Date()))
         do {
             let info = try await store.put(objectName(path), from: nil, options: PutOptions(customMetadata: metadata, ifGenerationMatch: 0))
+            touchDirectories(parent)
             return noteCreated(path, .file(info))
         } catch .preconditionFailed {
             throw FSError(EEXIST, "\(objectName(path)) already exists")

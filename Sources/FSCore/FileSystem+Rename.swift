@@ -30,6 +30,29 @@ extension FileSystem {
 
         let sourceNode = try await node(source)
         guard let sourceKind = sourceNode.kind else { throw FSError(ENOENT, "\(objectName(source)) does not exist") }
+        // A file being written under the target name is being replaced:
+        // no upload of it starts any more, and one under way (a release's)
+        // ends before the target's generation is taken as precondition.
+        let replaced = known(target).staged
+        if let replaced {
+            let inFlight = replaced.state.withLock { s in
+                s.unlinked = true
+                return s.upload
+            }
+            if let inFlight { _ = await inFlight.value }
+        }
+        do {
+            try await rename(source, sourceNode, sourceKind, to: target, flags: flags)
+        } catch {
+            replaced?.state.withLock { $0.unlinked = false }
+            throw error
+        }
+        touchDirectories(parent, newParent)
+    }
+
+    private func rename(
+        _ source: String, _ sourceNode: StatCache.Node, _ sourceKind: InodeTable.Kind, to target: String, flags: RenameFlags
+    ) async throws(FSError) {
         let targetNode = try await node(target)
         if flags.contains(.noReplace), targetNode.kind != nil { throw FSError(EEXIST, "\(objectName(target)) exists") }
 
@@ -46,6 +69,8 @@ extension FileSystem {
         }
         if sourceKind == .directory {
             try await renameDirectory(source, to: target, replacing: targetNode)
+            // A moved directory's ".." changed: its ctime moves too.
+            if let moved = state.withLock({ $0.inodes.inode(forPath: target) }) { touchDirectories(moved) }
         } else {
             var expected: Int64? = flags.contains(.noReplace) ? 0 : nil
             if case .file(let info) = targetNode { expected = info.generation } else if targetNode == .absent { expected = 0 }

@@ -41,7 +41,7 @@ extension FileSystem {
 
     /// After a write: starts, feeds or ends the stream of `staged`.
     func advanceStream(_ staged: StagedFile, inode: UInt64) {
-        enum Step { case none, start(StagedFile.State), send(UploadStream, Int64), drop(UploadStream) }
+        enum Step { case none, send(UploadStream, Int64), drop(UploadStream) }
         let step = staged.state.withLock { s -> Step in
             guard let end = s.sequentialEnd, !s.unlinked else {
                 if let stream = s.stream {
@@ -52,9 +52,12 @@ extension FileSystem {
             }
             switch s.stream {
             case nil:
-                guard !s.streamStarting, end >= streamThreshold else { return .none }
-                s.streamStarting = true
-                return .start(s)
+                guard s.streamStart == nil, end >= streamThreshold else { return .none }
+                let snapshot = s
+                // Set under the lock, so an upload that comes next sees it;
+                // the Task's own end (which clears it) needs the lock too.
+                s.streamStart = Task { await self.startStream(staged, inode: inode, snapshot) }
+                return .none
             case let stream?:
                 return stream.state.withLock { t -> Step in
                     let granularity = stream.put.granularity
@@ -69,7 +72,6 @@ extension FileSystem {
         switch step {
         case .none, .send: break
         case .drop(let stream): Task { await stream.put.abandon() }
-        case .start(let snapshot): Task { await self.startStream(staged, inode: inode, snapshot) }
         }
     }
 
@@ -90,7 +92,7 @@ extension FileSystem {
     }
 
     private func startStream(_ staged: StagedFile, inode: UInt64, _ snapshot: StagedFile.State) async {
-        defer { staged.state.withLock { $0.streamStarting = false } }
+        defer { staged.state.withLock { $0.streamStart = nil } }
         guard let path = state.withLock({ $0.inodes[inode]?.path }) else { return }
         let options = Self.uploadOptions(snapshot)
         let metadata = options.customMetadata
@@ -120,6 +122,7 @@ extension FileSystem {
     /// carries, returning the object; nil if there is no usable stream (the
     /// caller uploads the whole file). Any stream is gone afterwards.
     func finishStream(_ staged: StagedFile, _ snapshot: StagedFile.State, name: String, metadata: [String: String]) async -> ObjectInfo? {
+        if let starting = staged.state.withLock({ $0.streamStart }) { await starting.value }
         guard let stream = staged.state.withLock({ s -> UploadStream? in
             defer { s.stream = nil }
             return s.stream

@@ -23,8 +23,9 @@ extension FileSystem {
         guard mode & UInt32(S_IFMT) == 0 || mode & UInt32(S_IFMT) == UInt32(S_IFREG) else {
             throw FSError(EPERM, "only regular files can be created: \(path)")
         }
+        let metadata = await newEntryMetadata(parent: parent, type: UInt32(S_IFREG), mode: mode)
         let staged = try makeStagedFile(path: path, base: nil, truncated: false)
-        staged.markCreated(mode: mode & 0o7777, defaultMode: options.fileMode)
+        staged.markCreated(metadata: metadata)
         let (inode, entry) = state.withLock { s -> (UInt64, EntryReply) in
             let inode = s.inodes.lookup(path, kind: .file)
             s.stats.invalidate(path)
@@ -34,6 +35,7 @@ extension FileSystem {
         do {
             let open = try await self.open(inode, flags: flags & ~O_TRUNC)
             if state.withLock({ $0.staged[inode] }) !== staged { discard(staged) }
+            touchDirectories(parent)
             return (entry, open)
         } catch {
             forget(inode, lookups: 1)
@@ -41,22 +43,30 @@ extension FileSystem {
         }
     }
 
-    /// A regular file, uploaded at once as an empty object (there is no
-    /// handle whose close would upload it). Devices, FIFOs, sockets: EPERM,
-    /// as on filesystems that cannot store them.
-    public func mknod(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply {
+    /// An empty object, uploaded at once (there is no handle whose close
+    /// would upload it): a regular file, or a FIFO, socket or device file,
+    /// whose type (and device number) its metadata keeps. The kernel gives
+    /// FIFOs and sockets their behaviour locally; the mount is nodev, so a
+    /// device file opens nothing.
+    public func mknod(parent: UInt64, name: String, mode: UInt32, rdev: UInt64) async throws(FSError) -> EntryReply {
         let path = try newEntryPath(parent: parent, name: name, "mknod")
-        guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) || mode & UInt32(S_IFMT) == 0 else {
-            throw FSError(EPERM, "only regular files can be stored in a bucket: \(path)")
+        var type = mode & UInt32(S_IFMT)
+        if type == 0 { type = UInt32(S_IFREG) }
+        guard type == UInt32(S_IFREG) || AttributeMapper.specialTypes.contains(type) else {
+            throw FSError(EINVAL, "mknod of type 0o\(String(type, radix: 8)): \(path)")
         }
-        var metadata: [String: String] = [AttributeMapper.mtimeKey: Self.secondsText(Timestamp(Date()))]
-        if mode & 0o7777 != options.fileMode { metadata[AttributeMapper.modeKey] = String(mode & 0o7777, radix: 8) }
+        var metadata = await newEntryMetadata(parent: parent, type: type, mode: mode)
+        metadata[AttributeMapper.mtimeKey] = Self.secondsText(Timestamp(Date()))
+        if type == UInt32(S_IFCHR) || type == UInt32(S_IFBLK) { metadata[AttributeMapper.rdevKey] = String(rdev) }
         let info: ObjectInfo
         do {
             info = try await store.put(objectName(path), from: nil, options: PutOptions(customMetadata: metadata, ifGenerationMatch: 0))
+        } catch .preconditionFailed {
+            throw FSError(EEXIST, "\(objectName(path)) already exists")
         } catch {
             throw failure(error, "mknod", path)
         }
+        touchDirectories(parent)
         return noteCreated(path, .file(info))
     }
 
@@ -163,7 +173,7 @@ extension FileSystem {
             info = streamed
         } else {
             do {
-                info = try await store.put(name, from: staged.file.path, options: options)
+                info = try await putPatiently(name, from: staged.file.path, options: options, reason: reason)
             } catch {
                 return .failure(uploadFailed(staged, name: name, version: snapshot.version, options: options, error, reason))
             }
@@ -177,10 +187,52 @@ extension FileSystem {
             Glibc.unlink(staged.journalPath)
         }
         recovery?.remove(objectName: name)
-        noteUploaded(path, info)
+        // Only while the name is still this file's: an upload that ends
+        // after the name was unlinked or renamed over must not bring its
+        // old attributes back under that name.
+        if state.withLock({ $0.inodes.inode(forPath: path) == inode }) { noteUploaded(path, info) }
         logger.debug("uploaded", metadata: ["object": "\(name)", "size": "\(info.size)", "generation": "\(info.generation)", "on": "\(reason)"])
         return .success(())
     }
+
+    /// `store.put`, attempted again while it fails for a transient reason
+    /// (the store's own retries are spent: an outage, not a blip) until
+    /// `uploadRetryWindow` has passed since the first attempt. Every failed
+    /// attempt is logged at warning, so an outage shows in the log while it
+    /// lasts; the caller (close, fsync) waits meanwhile. The precondition
+    /// stays the same throughout, so an attempt whose answer was lost but
+    /// that did store the object fails the next one with 412 (ESTALE)
+    /// rather than storing it twice.
+    private func putPatiently(_ name: String, from path: String, options: PutOptions, reason: String) async throws(StoreError) -> ObjectInfo {
+        let window = Duration(seconds: self.options.uploadRetryWindow)
+        let started = ContinuousClock.now
+        var wait = Self.uploadRetryFirstWait
+        var attempt = 1
+        while true {
+            do {
+                return try await store.put(name, from: path, options: options)
+            } catch where error.isTransient {
+                let elapsed = ContinuousClock.now - started
+                guard elapsed + wait < window else { throw error }
+                logger.warning("upload failing; retrying", metadata: [
+                    "object": "\(name)", "on": "\(reason)", "attempt": "\(attempt)",
+                    "failing for": "\(Int(elapsed.seconds)) s", "gives up after": "\(Int(window.seconds)) s", "cause": "\(error)",
+                ])
+                do {
+                    try await Task.sleep(for: wait)
+                } catch {
+                    throw StoreError.cancelled
+                }
+                wait = min(wait * 2, Self.uploadRetryMaxWait)
+                attempt += 1
+            }
+        }
+    }
+
+    /// Waits between upload attempts at close: doubling from the first to
+    /// the last (the transport has already waited within each attempt).
+    static let uploadRetryFirstWait: Duration = .milliseconds(500)
+    static let uploadRetryMaxWait: Duration = .seconds(10)
 
     /// What an upload sends besides the bytes: the replaced object's
     /// properties and metadata with the pending changes, and the
@@ -213,10 +265,13 @@ extension FileSystem {
         case .permissionDenied, .unauthenticated: EACCES
         default: EIO
         }
+        let retried = saved != nil && error.isTransient && retrier != nil
         logger.error("upload failed; the written bytes are kept in the recovery folder", metadata: [
             "object": "\(name)", "on": "\(reason)", "cause": "\(error)", "errno": "\(errno)",
             "recovery": "\(saved ?? "none (no cache directory)")",
+            "background retries": "\(retried ? "yes, while mounted" : "no")",
         ])
+        if retried { retrier?.track([name]) }
         return FSError(errno, "upload of \(name) on \(reason): \(error)")
     }
 
@@ -226,7 +281,7 @@ extension FileSystem {
     func newEntryPath(parent: UInt64, name: String, _ operation: String) throws(FSError) -> String {
         try refuseIfReadOnly("\(operation) of \(name)")
         // One byte kept for the `/` a directory's placeholder adds.
-        return try childPath(parent: parent, name: name, operation, invalidName: EINVAL, reserve: 1)
+        return try childPath(parent: parent, name: name, operation, invalidName: EINVAL, reserve: 1, isNew: true)
     }
 
     func makeStagedFile(path: String, base: ObjectInfo?, truncated: Bool) throws(FSError) -> StagedFile {
@@ -302,6 +357,34 @@ extension FileSystem {
             let inode = s.inodes.lookup(path, kind: node.kind!)
             return entryReply(attributes(node, inode: inode)!)
         }
+    }
+
+    /// Whether a file of this mount holds unsaved writes for `object`.
+    func isBeingWritten(_ object: String) -> Bool {
+        guard object.hasPrefix(objectPrefix) else { return false }
+        let path = String(object.dropFirst(objectPrefix.count))
+        return state.withLock { s in
+            guard let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode] else { return false }
+            return staged.state.withLock { $0.dirty && !$0.unlinked }
+        }
+    }
+
+    /// A recovery entry was uploaded in the background: the mount shows it.
+    func noteRecovered(_ object: String, _ info: ObjectInfo) {
+        guard object.hasPrefix(objectPrefix) else { return }
+        noteUploaded(String(object.dropFirst(objectPrefix.count)), info)
+    }
+
+    /// Keeps retrying every entry of this bucket in the recovery folder in
+    /// the background, including those earlier mounts left
+    /// (`--retry-pending`); entries of this mount's own failed uploads are
+    /// retried anyway. Returns how many are tracked.
+    @discardableResult
+    public func retryRecoveryEntriesInBackground() -> Int {
+        guard let recovery, let retrier else { return 0 }
+        let objects = recovery.pending().filter { $0.entry.bucket == options.bucket && $0.entry.retryStopped == nil }.map(\.entry.object)
+        retrier.track(objects)
+        return objects.count
     }
 
     func noteUploaded(_ path: String, _ info: ObjectInfo) {

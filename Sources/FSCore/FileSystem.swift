@@ -44,6 +44,9 @@ public final class FileSystem: FileSystemOperations {
     /// Asked by flush whether the closing process holds the file open
     /// elsewhere (nil: every flush of a dirty file uploads).
     let descriptors: (any DescriptorProbe)?
+    /// Uploads the recovery folder's entries again while mounted (nil
+    /// without a recovery folder or with `recoveryRetryInterval` 0).
+    let retrier: RecoveryRetrier?
 
     struct State: Sendable {
         var inodes = InodeTable()
@@ -121,6 +124,13 @@ public final class FileSystem: FileSystemOperations {
         self.stagingDirectory = staging
         self.recovery = options.cacheDirectory.map { RecoveryFolder(cacheDirectory: $0, bucket: options.bucket, logger: logger) }
         RecoveryFolder.adoptLeftovers(staging: staging, recovery: recovery, logger: logger)
+        self.retrier = recovery.flatMap { folder in
+            options.recoveryRetryInterval > 0
+                ? RecoveryRetrier(
+                    folder: folder, store: store, initialInterval: Duration(seconds: options.recoveryRetryInterval),
+                    maxInterval: Duration(seconds: options.recoveryRetryMaxInterval), logger: logger)
+                : nil
+        }
         self.budget = ReadAheadBudget(limit: options.readAheadBudget)
         self.readAhead = ReadAhead.Configuration(
             initialWindow: options.readAheadInitial, maxWindow: options.readAheadMax,
@@ -130,6 +140,9 @@ public final class FileSystem: FileSystemOperations {
                 ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL),
                 capacity: options.statCacheCapacity),
             listings: ListingCache(maxEntries: options.statCacheCapacity)))
+        retrier?.attach(
+            isBeingWritten: { [weak self] object in self?.isBeingWritten(object) ?? false },
+            uploaded: { [weak self] object, info in self?.noteRecovered(object, info) })
     }
 
     // MARK: - Shared helpers
@@ -151,11 +164,19 @@ public final class FileSystem: FileSystemOperations {
     /// The path of entry `name` in directory `parent`, checked: ENOTDIR
     /// when the parent is a file, `invalidName` for a name no object can
     /// have, ENAMETOOLONG when the object name (plus `reserve` bytes) would
-    /// pass the service's limit.
-    func childPath(parent: UInt64, name: String, _ operation: String, invalidName: Int32 = ENOENT, reserve: Int = 0) throws(FSError) -> String {
+    /// pass the service's limit or, for a new name (`isNew`), when the name
+    /// passes NAME_MAX.
+    func childPath(
+        parent: UInt64, name: String, _ operation: String, invalidName: Int32 = ENOENT, reserve: Int = 0, isNew: Bool = false
+    ) throws(FSError) -> String {
         let parentRecord = try record(parent)
         guard parentRecord.kind == .directory else { throw FSError(ENOTDIR, "\(operation) in file \(parentRecord.path)") }
         guard PathRules.isValidEntryName(name) else { throw FSError(invalidName, "no object can be named \(name)") }
+        // NAME_MAX for new names; an existing object with a longer segment
+        // (written by another tool) can still be looked up.
+        guard !isNew || name.utf8.count <= PathRules.maximumNameLength else {
+            throw FSError(ENAMETOOLONG, "\(name.utf8.count) bytes, more than \(PathRules.maximumNameLength)")
+        }
         let path = PathRules.join(parentRecord.path, name)
         guard objectName(path).utf8.count + reserve < PathRules.maximumObjectNameLength else {
             throw FSError(ENAMETOOLONG, objectName(path))
@@ -196,7 +217,7 @@ public final class FileSystem: FileSystemOperations {
         let blocks: UInt64 = (1 << 50) / blockSize
         return FilesystemStatistics(
             blockSize: blockSize, blocks: blocks, freeBlocks: blocks, availableBlocks: blocks,
-            files: 1 << 32, freeFiles: 1 << 32, maximumNameLength: UInt64(PathRules.maximumObjectNameLength))
+            files: 1 << 32, freeFiles: 1 << 32, maximumNameLength: UInt64(PathRules.maximumNameLength))
     }
 
     // MARK: - Introspection (tests, diagnostics)

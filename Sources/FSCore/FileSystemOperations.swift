@@ -42,8 +42,9 @@ public protocol FileSystemOperations: Sendable {
     /// Creates and opens a regular file (O_CREAT): it exists in the mount at
     /// once and in the bucket from its first flush. One lookup is counted.
     func create(parent: UInt64, name: String, mode: UInt32, flags: Int32) async throws(FSError) -> (EntryReply, OpenReply)
-    /// mknod of a regular file (anything else is EPERM): an empty object.
-    func mknod(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply
+    /// mknod: an empty object (a FIFO, socket or device file with its type
+    /// and `rdev` in its metadata).
+    func mknod(parent: UInt64, name: String, mode: UInt32, rdev: UInt64) async throws(FSError) -> EntryReply
     /// Writes into the file's staged copy; returns the bytes taken.
     func write(_ inode: UInt64, handle: UInt64, offset: Int64, data: Data) async throws(FSError) -> Int
     /// Every close(2) of a descriptor: uploads if the file is dirty. `pid`
@@ -142,10 +143,13 @@ public struct FileAttributes: Sendable, Equatable {
     public var modificationTime: Timestamp
     public var changeTime: Timestamp
     public var blockSize: Int32
+    /// The device a character or block device file stands for (st_rdev).
+    public var rdev: UInt64
 
     public init(
         inode: UInt64, size: Int64, mode: UInt32, linkCount: UInt32, uid: UInt32, gid: UInt32,
-        accessTime: Timestamp, modificationTime: Timestamp, changeTime: Timestamp, blockSize: Int32 = 4096
+        accessTime: Timestamp, modificationTime: Timestamp, changeTime: Timestamp, blockSize: Int32 = 4096,
+        rdev: UInt64 = 0
     ) {
         self.inode = inode
         self.size = size
@@ -157,6 +161,7 @@ public struct FileAttributes: Sendable, Equatable {
         self.modificationTime = modificationTime
         self.changeTime = changeTime
         self.blockSize = blockSize
+        self.rdev = rdev
     }
 
     /// 512-byte blocks, as st_blocks counts them.

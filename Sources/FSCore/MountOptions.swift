@@ -40,6 +40,18 @@ public struct MountOptions: Sendable, Equatable {
     /// A file written in order streams its upload in pieces of this size
     /// (a multiple of 256 KiB), starting once it holds that much.
     public var streamChunkSize: Int64
+    /// Seconds close, fsync and release keep retrying an upload that fails
+    /// for a transient reason (endpoint unreachable, 5xx, 429), counted
+    /// from the start of the upload; each failed attempt is logged at
+    /// warning. Past it the bytes go to the recovery folder (EIO). 0: one
+    /// attempt (with the transport's own retries).
+    public var uploadRetryWindow: TimeInterval
+    /// First wait before the recovery folder's entries of this mount are
+    /// uploaded again in the background, doubling up to
+    /// `recoveryRetryMaxInterval` while they keep failing. 0: no background
+    /// retries (entries wait for `--retry-pending`).
+    public var recoveryRetryInterval: TimeInterval
+    public var recoveryRetryMaxInterval: TimeInterval
     /// On a store without server-side copy (Firebase's v0), rename copies
     /// a file through this process only up to this many bytes; a larger
     /// file, and any directory, is EXDEV (mv then copies and deletes
@@ -58,6 +70,8 @@ public struct MountOptions: Sendable, Equatable {
         readAheadBudget: Int64 = 256 << 20,
         readAheadInitial: Int64 = 1 << 20, readAheadMax: Int64 = 64 << 20,
         prefix: String = "", readOnly: Bool = false, bucket: String = "", streamChunkSize: Int64 = 64 << 20,
+        uploadRetryWindow: TimeInterval = 120, recoveryRetryInterval: TimeInterval = 10,
+        recoveryRetryMaxInterval: TimeInterval = 300,
         renameCopyLimit: Int64 = 64 << 20, listingStatWidth: Int = 16
     ) {
         self.uid = uid
@@ -76,6 +90,9 @@ public struct MountOptions: Sendable, Equatable {
         self.readOnly = readOnly
         self.bucket = bucket
         self.streamChunkSize = max(256 << 10, streamChunkSize / (256 << 10) * (256 << 10))
+        self.uploadRetryWindow = uploadRetryWindow
+        self.recoveryRetryInterval = recoveryRetryInterval
+        self.recoveryRetryMaxInterval = max(recoveryRetryInterval, recoveryRetryMaxInterval)
         self.renameCopyLimit = renameCopyLimit
         self.listingStatWidth = max(1, listingStatWidth)
     }

@@ -245,6 +245,17 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case cancelled
     case other(String)
 
+    /// Failures that may go away by themselves (the network or the
+    /// service is down, a rate limit): worth another upload attempt later.
+    public var isTransient: Bool {
+        switch self {
+        case .unavailable, .quotaExceeded: return true
+        case .notFound, .bucketNotFound, .preconditionFailed, .unauthenticated, .permissionDenied,
+             .invalidArgument, .cancelled, .other:
+            return false
+        }
+    }
+
     public var description: String {
         switch self {
         case .notFound(let m): return "not found: \(m)"

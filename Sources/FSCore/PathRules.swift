@@ -6,6 +6,9 @@
 enum PathRules {
     /// GCS limits object names to 1024 bytes of UTF-8.
     static let maximumObjectNameLength = 1024
+    /// NAME_MAX for new names, as on local filesystems (a whole object name
+    /// may hold 1024 bytes, but tools size their buffers by NAME_MAX).
+    static let maximumNameLength = 255
 
     /// Whether `name` can be one directory entry: non-empty, no "/", not
     /// "." or "..", no NUL (the kernel could not hand it to a program), no

@@ -56,6 +56,16 @@ public struct RecoveryFolder: Sendable {
         public var size: Int64
         public var savedAt: Date
         public var reason: String
+        /// Set when the mount stopped retrying this entry in the background
+        /// (someone else changed the object meanwhile, or the service
+        /// refused it for good): why. `--retry-pending` still tries it.
+        public var retryStopped: String?
+
+        /// The upload's options: the recorded precondition, content type
+        /// and metadata.
+        var putOptions: PutOptions {
+            PutOptions(contentType: contentType, customMetadata: metadata, ifGenerationMatch: ifGenerationMatch)
+        }
     }
 
     /// Copies `localPath` (a staged file) for `objectName`; returns where,
@@ -108,6 +118,31 @@ public struct RecoveryFolder: Sendable {
         unlink(target)
     }
 
+    /// Uploads one entry (the bytes at `path`) with its recorded
+    /// precondition, and removes it once uploaded, unless a newer failed
+    /// upload of the same object replaced it meanwhile. The bytes are read
+    /// from a hard link taken first, so a replacement written while the
+    /// upload runs can neither be mixed into it nor be removed by it.
+    public func upload(_ path: String, _ entry: Entry, store: any ObjectStore) async throws(StoreError) -> ObjectInfo {
+        let snapshot = root + "/.uploading-\(getpid())-\(UUID().uuidString.prefix(8))"
+        let source = link(path, snapshot) == 0 ? snapshot : path
+        defer { if source == snapshot { unlink(snapshot) } }
+        let info = try await store.put(entry.object, from: source, options: entry.putOptions)
+        let sidecar = self.path(for: entry.object) + Self.sidecarSuffix
+        if let current = Self.read(sidecar), current.savedAt == entry.savedAt, current.size == entry.size {
+            remove(objectName: entry.object)
+        }
+        return info
+    }
+
+    /// Records in `objectName`'s sidecar why background retries stopped.
+    func markStopped(objectName: String, savedAt: Date, reason: String) {
+        let sidecar = path(for: objectName) + Self.sidecarSuffix
+        guard var entry = Self.read(sidecar), entry.savedAt == savedAt else { return }
+        entry.retryStopped = reason
+        try? Self.write(entry, to: sidecar)
+    }
+
     /// Every pending entry, with the path of its bytes.
     public func pending() -> [(path: String, entry: Entry)] {
         guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
@@ -134,9 +169,7 @@ public struct RecoveryFolder: Sendable {
         var failed: [(String, StoreError)] = []
         for (path, entry) in pending() where entry.bucket == bucket {
             do {
-                _ = try await store.put(entry.object, from: path, options: PutOptions(
-                    contentType: entry.contentType, customMetadata: entry.metadata, ifGenerationMatch: entry.ifGenerationMatch))
-                remove(objectName: entry.object)
+                _ = try await upload(path, entry, store: store)
                 uploaded.append(path)
                 logger.notice("recovered: uploaded a pending file", metadata: ["object": "\(entry.object)", "from": "\(path)"])
             } catch {
@@ -166,7 +199,7 @@ public struct RecoveryFolder: Sendable {
                 try? fm.removeItem(atPath: bytes)
                 continue
             }
-            let options = PutOptions(contentType: entry.contentType, customMetadata: entry.metadata, ifGenerationMatch: entry.ifGenerationMatch)
+            let options = entry.putOptions
             let reason = "written through a mount that ended before uploading it"
             if let saved = recovery?.save(bytes, objectName: entry.object, options: options, reason: reason, move: true) {
                 try? fm.removeItem(atPath: journal)

@@ -61,7 +61,10 @@ final class StagedFile: Sendable {
         var upload: Task<Result<Void, FSError>, Never>?
         /// The upload started while writing in order (see `UploadStream`).
         var stream: UploadStream?
-        var streamStarting = false
+        /// The stream's start request in flight: an upload waits for it, so
+        /// a close right after the first chunk's worth of writes finishes
+        /// that stream instead of racing it with a second, whole upload.
+        var streamStart: Task<Void, Never>?
 
         var dirty: Bool { version != uploadedVersion }
     }
@@ -85,10 +88,10 @@ final class StagedFile: Sendable {
 
     /// A file made by create: it must reach the bucket even if nothing
     /// is written (`touch`), with its mode when not the mount's default.
-    func markCreated(mode: UInt32, defaultMode: UInt32) {
+    func markCreated(metadata: [String: String]) {
         state.withLock { s in
             s.version += 1
-            if mode != defaultMode { s.pendingMetadata[AttributeMapper.modeKey] = String(mode, radix: 8) }
+            for (key, value) in metadata { s.pendingMetadata[key] = value }
         }
     }
 
@@ -217,10 +220,14 @@ final class StagedFile: Sendable {
     /// Sets the size: shrinking forgets the base bytes past it, growing
     /// adds zeros. A no-op change is not a change (`> f` on an empty file
     /// uploads nothing).
-    func truncate(to newSize: Int64, now: Timestamp) async throws(FSError) {
+    /// Returns false, changing nothing, if the file was retired meanwhile
+    /// (its last release finished: the change must go to the object).
+    @discardableResult
+    func truncate(to newSize: Int64, now: Timestamp) async throws(FSError) -> Bool {
         // Fetches in flight would write base bytes back past the new end.
         await waitForFetches()
-        let (changed, dropped) = state.withLock { s -> (Bool, UploadStream?) in
+        let (changed, dropped) = state.withLock { s -> (Bool?, UploadStream?) in
+            guard !s.retired else { return (nil, nil) }
             // The stream carries bytes that are no longer the content.
             let dropped = s.stream
             s.stream = nil
@@ -234,8 +241,9 @@ final class StagedFile: Sendable {
             return (true, dropped)
         }
         if let dropped { Task { await dropped.put.abandon() } }
-        guard changed else { return }
-        try file.truncate(to: newSize)
+        guard let changed else { return false }
+        if changed { try file.truncate(to: newSize) }
+        return true
     }
 
     /// Fetches every base block still missing: before an upload, the local

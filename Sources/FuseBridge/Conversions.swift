@@ -21,6 +21,7 @@ func makeStat(_ attributes: FileAttributes) -> stat {
     st.st_atim = makeTimespec(attributes.accessTime)
     st.st_mtim = makeTimespec(attributes.modificationTime)
     st.st_ctim = makeTimespec(attributes.changeTime)
+    st.st_rdev = numericCast(attributes.rdev)
     return st
 }
 

@@ -236,10 +236,14 @@ func respond<Value: Sendable>(
 ) {
     let request = SendableReq(raw: req!)
     let context = BridgeContext.from(fuse_req_userdata(req))
+    // fuse_req_ctx is valid for the request's lifetime; copied out here.
+    let caller = fuse_req_ctx(req).map { Caller(uid: $0.pointee.uid, gid: $0.pointee.gid) }
     context.requestArrived()
     context.requestStarted()
     Task.immediate {
-        await answer(Reply(request, operation), context.filesystem, work, send)
+        await Caller.$current.withValue(caller) {
+            await answer(Reply(request, operation), context.filesystem, work, send)
+        }
         context.requestFinished()
     }
 }

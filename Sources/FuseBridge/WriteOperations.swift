@@ -22,9 +22,11 @@ func installWriteOperations(_ ops: inout fuse_lowlevel_ops) {
             }
         }
     }
-    ops.mknod = { req, parent, name, mode, _ in
+    ops.mknod = { req, parent, name, mode, rdev in
         let name = String(cString: name!)
-        respond(req, "mknod", { fs throws(FSError) in try await fs.mknod(parent: parent, name: name, mode: UInt32(mode)) }) {
+        respond(req, "mknod", { fs throws(FSError) in
+            try await fs.mknod(parent: parent, name: name, mode: UInt32(mode), rdev: UInt64(rdev))
+        }) {
             $0.entry($1)
         }
     }

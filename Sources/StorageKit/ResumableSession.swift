@@ -9,10 +9,11 @@ import Transport
 /// `X-Goog-Upload-Command` chunks; the loop here is the same for both.
 /// Every chunk but the last must be a multiple of 256 KiB.
 ///
-/// A chunk that fails for a retryable reason (connection trouble, 5xx) or
-/// is refused because the server's offset differs (400) is handled as
-/// Google recommends: within the transport's retry policy, wait, ask the
-/// server for its offset, adopt it and go on from there.
+/// A chunk that fails for a retryable reason (connection trouble, 408,
+/// 429, 5xx) or is refused because the server's offset differs (400) is
+/// handled as Google recommends: wait, ask the server for its offset, adopt
+/// it and go on from there, within the transport's retry policy counted
+/// from the last progress (see `send`).
 final class ResumableSession: Sendable {
     static let granularity: Int64 = 256 * 1024
 
@@ -29,6 +30,7 @@ final class ResumableSession: Sendable {
         /// The start's `ifGenerationMatch`, for a wire that must check it
         /// again itself before the object is made.
         var ifGenerationMatch: Int64?
+        var resource: UploadResource?
     }
 
     private let state = Mutex(State())
@@ -53,7 +55,7 @@ final class ResumableSession: Sendable {
     /// already (`preconditionFailed`).
     func start(_ resource: UploadResource, ifGenerationMatch: Int64?, declaredLength: Int64?) async throws {
         let uri = try await wire.start(resource, ifGenerationMatch: ifGenerationMatch, declaredLength: declaredLength)
-        state.withLock { $0 = State(uri: uri, acknowledged: 0, ifGenerationMatch: ifGenerationMatch) }
+        state.withLock { $0 = State(uri: uri, acknowledged: 0, ifGenerationMatch: ifGenerationMatch, resource: resource) }
     }
 
     /// Sends bytes [acknowledged, end) of the source in chunks, the total
@@ -77,43 +79,69 @@ final class ResumableSession: Sendable {
     /// The loop behind `append` and `finish`: with `total` nil it returns
     /// nil once the server has everything below `end`; with `total` (then
     /// equal to `end`) it goes on until the server answers with the object.
+    ///
+    /// Retries: a chunk or status query that fails for a retryable reason
+    /// (`isRetryableUploadFailure`), or a chunk the server refuses because
+    /// its offset differs, is followed by a wait (the transport's backoff),
+    /// a status query, and the next chunk from the offset the server
+    /// reports. The retry budget (the transport policy's attempts and total
+    /// time) counts failures since the last byte the server acknowledged:
+    /// a long upload through a flaky network never gives up while it makes
+    /// progress. Chunks are sent once each by the transport (it may resend
+    /// a status query itself: that is idempotent).
     private func send(
         upTo end: Int64, total: Int64?, progress: @escaping @Sendable (Int64) -> Void
     ) async throws -> StorageMetadata? {
         let uri = try sessionURI()
-        let policy = api.transport.configuration.retry
-        var failures = 0
+        var budget = RetryBudget(policy: api.transport.configuration.retry)
+        var queryFirst = false
         while true {
             try Task.checkCancellation()
-            let offset = acknowledged
-            if total == nil && offset >= end { return nil }
-            guard offset <= end else {
-                throw StorageError.invalidArgument("the server holds \(offset) bytes of \(object), more than the \(end) to send")
-            }
-            let chunkEnd = min(offset + chunkSize, end)
+            let before = acknowledged
             do {
+                if queryFirst, let done = adopt(try await wire.query(uri, total: total)) { return done }
+                queryFirst = false
+                let offset = acknowledged
+                if total == nil && offset >= end { return nil }
+                guard offset <= end else {
+                    throw StorageError.invalidArgument("the server holds \(offset) bytes of \(object), more than the \(end) to send")
+                }
+                let chunkEnd = min(offset + chunkSize, end)
                 if let done = try await sendChunk(uri, offset..<chunkEnd, total: total, progress: progress) { return done }
                 // A 308 that kept nothing would loop forever; spend the
                 // retry budget on it like on any other refused chunk.
                 guard acknowledged > offset else {
                     throw StorageError.invalidArgument("the server kept none of bytes \(offset)..<\(chunkEnd)")
                 }
-                failures = 0
+                budget.reset()
                 progress(acknowledged)
+            } catch StorageError.objectNotFound(let name) where total != nil {
+                // Some servers forget a session once it has completed (GCS
+                // answers with the object; the emulator with 404). If the
+                // last chunk's answer was lost, the object is there: ours
+                // if it holds exactly these bytes and metadata.
+                guard let total, let done = await storedAlready(total: total) else { throw StorageError.objectNotFound(name) }
+                return done
             } catch let error as StorageError where error.isRetryableUploadFailure || error.isOffsetDisagreement {
-                // Either the chunk did not get through, or the server holds
-                // a different number of bytes than we thought (a chunk cut by
-                // pause may still have landed): ask it, and go on from there.
-                failures += 1
-                guard failures < policy.maxAttempts else { throw error }
-                let delay = policy.delay(beforeRetry: failures - 1, jitter: Double.random(in: 0..<1))
+                // Either the request did not get through, or the server
+                // holds a different number of bytes than we thought (a cut
+                // chunk may have landed in part): ask it, go on from there.
+                if acknowledged > before { budget.reset() }
+                guard let delay = budget.nextDelay() else { throw error }
                 api.storage.logger.debug("retrying upload chunk", metadata: [
-                    "object": "\(object)", "offset": "\(offset)", "error": "\(error)",
+                    "object": "\(object)", "offset": "\(acknowledged)", "failures": "\(budget.failures)",
+                    "delay": "\(delay)", "error": "\(error)",
                 ])
                 try await Task.sleep(for: delay)
-                if let done = try await queryStatus(total: total) { return done }
+                queryFirst = true
             }
         }
+    }
+
+    /// The live object, if an earlier attempt of this session stored it.
+    private func storedAlready(total: Int64) async -> StorageMetadata? {
+        guard let resource = state.withLock({ $0.resource }) else { return nil }
+        return await source.storedObject(object, api: api, total: total, customMetadata: resource.customMetadata)
     }
 
     /// Asks the server how many bytes of the session it has (the total is
@@ -176,9 +204,12 @@ final class ResumableSession: Sendable {
 struct UploadResource: Sendable {
     let json: Data
     let contentType: String
+    /// The custom metadata sent, to recognise an object an earlier attempt stored.
+    let customMetadata: [String: String]
 
     init(metadata: StorageMetadata, name: String) {
         contentType = metadata.contentType ?? "application/octet-stream"
+        customMetadata = metadata.customMetadata ?? [:]
         var resource = metadata.uploadJSON(name: name)
         resource["contentType"] = contentType
         json = ObjectAPI.jsonBody(resource)
@@ -187,10 +218,14 @@ struct UploadResource: Sendable {
 
 extension StorageError {
     /// Failures after which a resumable upload asks the server for its
-    /// offset and goes on: connection trouble and server errors.
+    /// offset and goes on: connection trouble, timeouts, server errors and
+    /// rate limits (429, which the transport hands up at once for a
+    /// request it may not resend itself).
     var isRetryableUploadFailure: Bool {
-        if case .retryLimitExceeded = self { return true }
-        return false
+        switch self {
+        case .retryLimitExceeded, .quotaExceeded: return true
+        default: return false
+        }
     }
 
     /// A 400 on a chunk: the server's offset is not the one the chunk

@@ -9,6 +9,40 @@ enum UploadSource: Sendable {
     /// streaming upload's file is still growing).
     case file(path: String)
 
+    /// The live object `name`, if it is exactly what an upload of these
+    /// `total` bytes sends (size, CRC32C, the custom metadata): then an
+    /// earlier attempt whose answer was lost stored it. Nil otherwise, or
+    /// if that cannot be told.
+    func storedObject(_ name: String, api: ObjectAPI, total: Int64, customMetadata: [String: String]) async -> StorageMetadata? {
+        let request = HTTPRequest(method: .get, url: api.objectURL(name), isIdempotent: true)
+        guard let response = try? await api.send(request, object: name),
+            let live = try? StorageMetadata(resource: ObjectAPI.json(response)),
+            live.size == total, let crc = live.crc32c,
+            live.customMetadata.map({ stored in customMetadata.allSatisfy { stored[$0.key] == $0.value } }) ?? customMetadata.isEmpty,
+            let local = try? crc32c(), CRC32C.base64(local) == crc
+        else { return nil }
+        api.storage.logger.debug("an upload attempt whose answer was lost stored the object", metadata: [
+            "object": "\(name)", "generation": "\(live.generation)",
+        ])
+        return live
+    }
+
+    /// The CRC32C of all the bytes.
+    func crc32c() throws -> UInt32 {
+        switch self {
+        case .data(let d):
+            return CRC32C.checksum(d)
+        case .file(let path):
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                throw StorageError.invalidArgument("cannot read \(path)")
+            }
+            defer { try? handle.close() }
+            var crc = CRC32C()
+            while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { crc.update(piece) }
+            return crc.value
+        }
+    }
+
     /// The bytes in `range` as a streaming request body.
     func body(_ range: Range<Int64>) -> RequestBody {
         switch self {
@@ -30,6 +64,8 @@ final class Uploader: Sendable {
     let total: Int64
     private let resource: UploadResource
     private let ifGenerationMatch: Int64?
+    /// The custom metadata sent, to recognise an object an earlier attempt stored.
+    private let customMetadata: [String: String]
     private let api: ObjectAPI
     private let useResumable: Bool
     private let session: ResumableSession
@@ -42,6 +78,7 @@ final class Uploader: Sendable {
         self.api = reference.api
         self.resource = UploadResource(metadata: metadata, name: reference.fullPath)
         self.ifGenerationMatch = ifGenerationMatch
+        self.customMetadata = metadata.customMetadata ?? [:]
         self.useResumable = size > api.configuration.multipartThreshold
         self.session = ResumableSession(reference: reference, source: source)
     }
@@ -85,9 +122,24 @@ final class Uploader: Sendable {
             method: .post, url: url, headers: headers,
             body: body, isIdempotent: api.mayRetry(guardedBy: ifGenerationMatch),
             uploadProgress: Self.throttled(total: total) { sent in progress(max(0, min(sent - overhead, self.total))) })
-        let response = try await api.send(request, object: reference.fullPath)
+        let response = try await api.send(request, object: reference.fullPath, accepting: [412])
+        if response.status == 412 {
+            // The transport resends a request guarded by a precondition when
+            // its answer is lost; if the lost attempt stored the object, the
+            // resend fails its precondition on our own object. A 412 on the
+            // first attempt is someone else's object, whatever it holds.
+            guard response.attempts > 1, let ours = await storedByAnEarlierAttempt() else {
+                throw StorageError.from(response: response, bucket: api.bucket, object: reference.fullPath)
+            }
+            multipartDone.store(true, ordering: .releasing)
+            return ours
+        }
         multipartDone.store(true, ordering: .releasing)
         return try StorageMetadata(resource: ObjectAPI.json(response))
+    }
+
+    private func storedByAnEarlierAttempt() async -> StorageMetadata? {
+        await source.storedObject(reference.fullPath, api: api, total: total, customMetadata: customMetadata)
     }
 
     // MARK: resumable

@@ -204,7 +204,10 @@ final class CurlTransfer: @unchecked Sendable {
             sc_easy_getinfo_long(easy, CURLINFO_LOCAL_PORT, &localPort)
             return localPort == 0 ? .cannotConnect(message) : .stalled(message)
         case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE,
-             CURLE_HTTP2, CURLE_HTTP2_STREAM:
+             CURLE_HTTP2, CURLE_HTTP2_STREAM,
+             // A reused connection died while the body was being sent, and
+             // curl could not rewind the body to resend it on a new one.
+             CURLE_SEND_FAIL_REWIND:
             return .connectionLost(message, bodyBytesReceived: bodyBytesDelivered)
         case CURLE_WRITE_ERROR where sinkError != nil:
             return .sinkFailed(String(describing: sinkError!))

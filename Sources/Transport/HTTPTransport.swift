@@ -48,12 +48,8 @@ public final class HTTPTransport: Sendable {
     }
 
     private func sendWithRetries(_ request: HTTPRequest, sink: ResponseBodySink?) async throws -> HTTPResponse {
-        let policy = configuration.retry
-        let clock = ContinuousClock()
-        let started = clock.now
-        var attempt = 0
+        var budget = RetryBudget(policy: configuration.retry, jitter: random)
         while true {
-            attempt += 1
             statistics.recordRequest(request.method)
             let reason: String
             var delivered: Int64 = 0
@@ -64,7 +60,8 @@ public final class HTTPTransport: Sendable {
                 outcome = .failure(error)
             }
             switch outcome {
-            case .success(let response):
+            case .success(var response):
+                response.attempts = budget.failures + 1
                 guard request.isIdempotent, RetryPolicy.isRetryable(status: response.status) else { return response }
                 reason = "HTTP \(response.status)"
             case .failure(let error):
@@ -72,22 +69,26 @@ public final class HTTPTransport: Sendable {
                 guard request.isIdempotent, error.isRetryable, delivered == 0 else { throw error }
                 reason = error.description
             }
-            let delay = policy.delay(beforeRetry: attempt - 1, jitter: random())
-            let elapsed = clock.now - started
-            guard attempt < policy.maxAttempts, elapsed + delay <= policy.totalTimeout else {
+            guard let delay = budget.nextDelay() else {
                 logger.debug("giving up", metadata: [
                     "method": "\(request.method.rawValue)", "url": "\(Self.redacted(request.url))",
-                    "attempts": "\(attempt)", "reason": "\(reason)",
+                    "attempts": "\(budget.failures)", "reason": "\(reason)",
                 ])
                 switch outcome {
-                case .success(let response): return response
+                case .success(var response):
+                    response.attempts = budget.failures
+                    return response
                 case .failure(let error): throw error
                 }
             }
             statistics.recordRetry()
-            logger.debug("retrying", metadata: [
+            // A blip is routine (debug); a request failing for a while is an
+            // outage the user should hear about while it lasts.
+            let level: Logger.Level = budget.elapsed >= Self.outageWarningAfter ? .warning : .debug
+            logger.log(level: level, "storage request failing; retrying", metadata: [
                 "method": "\(request.method.rawValue)", "url": "\(Self.redacted(request.url))",
-                "attempt": "\(attempt)", "delay": "\(delay)", "reason": "\(reason)",
+                "attempt": "\(budget.failures)", "failing for": "\(Self.rounded(budget.elapsed))",
+                "delay": "\(Self.rounded(delay))", "reason": "\(reason)",
             ])
             do {
                 try await Task.sleep(for: delay)
@@ -96,6 +97,11 @@ public final class HTTPTransport: Sendable {
             }
         }
     }
+
+    /// How long a request fails before its retries are logged at warning.
+    static let outageWarningAfter: Duration = .seconds(5)
+
+    static func rounded(_ d: Duration) -> String { String(format: "%.2f s", d.seconds) }
 
     private func performOnce(_ request: HTTPRequest, sink: ResponseBodySink?) async throws -> HTTPResponse {
         if Task.isCancelled { throw TransportError.cancelled }

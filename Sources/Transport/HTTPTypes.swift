@@ -76,6 +76,9 @@ public struct HTTPResponse: Sendable {
     /// response has an empty body here; an error response is always buffered
     /// so that the server's message can be reported).
     public var body: Data
+    /// How many times the transport sent the request to get this answer (a
+    /// precondition failing on a resend may be the first attempt's doing).
+    public var attempts = 1
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
         self.status = status

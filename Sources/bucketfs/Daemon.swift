@@ -7,9 +7,7 @@ import Foundation
 /// and waits on a pipe until the child reports the mount ready or failed.
 enum Daemon {
     static func spawnForegroundChild(logFile: String?) throws {
-        var pipeFDs: [Int32] = [0, 0]
-        guard pipe(&pipeFDs) == 0 else { throw CLIError.usage("pipe: \(String(cString: strerror(errno)))") }
-        let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
+        let (readEnd, writeEnd) = try readyPipe()
         closeInheritedDescriptors(except: [readEnd, writeEnd])
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let arguments = ArgumentRewriting.rewrite(CommandLine.arguments) + ["--foreground", "--ready-fd", "3"]
@@ -24,8 +22,10 @@ enum Daemon {
         } else {
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
+        // dup2 clears close-on-exec on the copy at 3; both originals are
+        // close-on-exec and above 3, so they vanish at exec and nothing
+        // closes 3 after the copy lands there.
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)
-        posix_spawn_file_actions_addclose(&actions, readEnd)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -51,8 +51,39 @@ enum Daemon {
         case .vanished:
             var status: Int32 = 0
             waitpid(pid, &status, 0)
-            throw CLIError.bucket("the mount process exited before the mount was ready (status \(status))", exitCode: 1)
+            throw CLIError.bucket("the mount process \(describe(waitStatus: status)) before the mount was ready", exitCode: 1)
         }
+    }
+
+    /// The pipe the child reports on, both ends close-on-exec and numbered
+    /// above 3. A read end that was 3 itself (a parent that had not opened
+    /// much yet) would be closed in the child right after the write end was
+    /// copied onto 3: the child's first descriptor, libdispatch's epoll,
+    /// then took 3, and the READY report closed it (libdispatch traps on
+    /// EBADF: SIGILL at every such start).
+    static func readyPipe() throws -> (readEnd: Int32, writeEnd: Int32) {
+        var fds: [Int32] = [0, 0]
+        // pipe2 is not exported to Swift: the copies made below are the
+        // close-on-exec ones, the originals are closed on return.
+        guard pipe(&fds) == 0 else { throw CLIError.usage("pipe: \(String(cString: strerror(errno)))") }
+        defer { fds.forEach { close($0) } }
+        let readEnd = fcntl(fds[0], F_DUPFD_CLOEXEC, 10)
+        let writeEnd = fcntl(fds[1], F_DUPFD_CLOEXEC, 10)
+        guard readEnd >= 0, writeEnd >= 0 else {
+            let cause = String(cString: strerror(errno))
+            if readEnd >= 0 { close(readEnd) }
+            if writeEnd >= 0 { close(writeEnd) }
+            throw CLIError.usage("pipe: \(cause)")
+        }
+        return (readEnd, writeEnd)
+    }
+
+    /// A waitpid status in words: "exited with status N" or "was killed by
+    /// signal N (NAME)".
+    static func describe(waitStatus status: Int32) -> String {
+        let signal = status & 0x7f
+        guard signal != 0 else { return "exited with status \((status >> 8) & 0xff)" }
+        return "was killed by signal \(signal) (\(String(cString: strsignal(signal))))"
     }
 }
 

@@ -83,6 +83,9 @@ struct MountCommand: AsyncParsableCommand {
         let fs = FileSystem(
             store: store, options: options, logger: Logger(label: "bucketfs.fs"),
             descriptors: ProcDescriptorProbe(mountpoint: mountpoint))
+        if filesystem.retryPending, fs.retryRecoveryEntriesInBackground() > 0 {
+            logger.notice("pending files that could not be uploaded yet are retried in the background while mounted")
+        }
         try await MountRunner(
             filesystem: fs, mountpoint: mountpoint,
             fuseOptions: filesystem.fuseOptions(bucketURL: target.description),

@@ -12,8 +12,14 @@ struct FilesystemFlags: ParsableArguments {
     @Option(name: .customLong("cache-dir"), help: "Directory for the block cache, staged writes and the recovery folder (default: ~/.cache/bucketfs/BUCKET).")
     var cacheDir: String?
 
-    @Flag(name: .customLong("retry-pending"), help: "Before mounting, upload the files a failed upload left in CACHE-DIR/recovery/BUCKET (each with the precondition it had).")
+    @Flag(name: .customLong("retry-pending"), help: "Before mounting, upload the files a failed upload left in CACHE-DIR/recovery/BUCKET (each with the precondition it had); those that still fail are retried in the background while mounted.")
     var retryPending = false
+
+    @Option(name: .customLong("upload-retry-time"), help: "Seconds close and fsync keep retrying an upload that fails for a transient reason (outage, 5xx, 429) before they return EIO and keep the bytes in the recovery folder.")
+    var uploadRetryTime: Double = 120
+
+    @Option(name: .customLong("recovery-retry-interval"), help: "Seconds before the recovery folder's entries of this mount are uploaded again in the background (doubling up to 300 s while they fail; 0: never, wait for --retry-pending).")
+    var recoveryRetryInterval: Double = 10
 
     @Option(name: .customLong("cache-size"), help: "Upper bound of the block cache on disk, in MiB.")
     var cacheSizeMiB: Int = 1024
@@ -58,6 +64,7 @@ struct FilesystemFlags: ParsableArguments {
         _ = try parseMode(fileMode, "--file-mode")
         _ = try parseMode(dirMode, "--dir-mode")
         guard statTTL >= 0, negativeTTL >= 0 else { throw ValidationError("TTLs cannot be negative") }
+        guard uploadRetryTime >= 0, recoveryRetryInterval >= 0 else { throw ValidationError("retry times cannot be negative") }
         guard cacheSizeMiB >= 0, readAheadBudgetMiB >= 0, kernelReadAheadKiB >= 0, renameCopyLimitMiB >= 0 else { throw ValidationError("sizes cannot be negative") }
         let unknown = MountOptionParsing.sort(o, ownNames: []).unknown
         guard unknown.isEmpty else {
@@ -85,6 +92,8 @@ struct FilesystemFlags: ParsableArguments {
         options.negativeTTL = negativeTTL
         options.cacheSize = Int64(cacheSizeMiB) << 20
         options.readAheadBudget = Int64(readAheadBudgetMiB) << 20
+        options.uploadRetryWindow = uploadRetryTime
+        options.recoveryRetryInterval = recoveryRetryInterval
         options.renameCopyLimit = Int64(renameCopyLimitMiB) << 20
         options.listingStatWidth = listingStatWidth
         let home = ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"
@@ -131,10 +140,10 @@ struct ProcessFlags: ParsableArguments {
     @Option(name: .customLong("upload-chunk-size"), help: "Size of each request of a resumable upload, in MiB (files written in order also start uploading once they hold this much).")
     var uploadChunkMiB: Int = 64
 
-    @Option(name: .customLong("retry-attempts"), help: "Attempts per request (1: no retries).")
-    var retryAttempts: Int = 6
+    @Option(name: .customLong("retry-attempts"), help: "Attempts per request at most (1: no retries); --retry-max-time usually ends retries first.")
+    var retryAttempts: Int = 20
 
-    @Option(name: .customLong("retry-max-time"), help: "Seconds a request may spend retrying before it fails (EIO).")
+    @Option(name: .customLong("retry-max-time"), help: "Seconds a request may spend retrying before it fails (EIO); each request has its own backoff, from 0.1 s doubling to 16 s.")
     var retryMaxTime: Double = 60
 
     @Option(name: .customLong("ready-fd"), help: .hidden)
@@ -149,7 +158,7 @@ struct ProcessFlags: ParsableArguments {
             connectTimeout: .milliseconds(Int(connectTimeout * 1000)),
             stallTimeout: .milliseconds(Int(stallTimeout * 1000)),
             retry: RetryPolicy(
-                maxAttempts: max(1, retryAttempts), initialBackoff: .milliseconds(250), maxBackoff: .seconds(16),
+                maxAttempts: max(1, retryAttempts), initialBackoff: .milliseconds(100), maxBackoff: .seconds(16),
                 totalTimeout: .milliseconds(Int(retryMaxTime * 1000))))
     }
 }

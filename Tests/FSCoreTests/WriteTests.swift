@@ -162,7 +162,9 @@ private let MiB = 1 << 20
     @Test func aFailedUploadIsEIOAndTheBytesWaitInTheRecoveryFolder() async throws {
         let cache = temporaryDirectory("writes")
         defer { removeDirectory(cache) }
-        let h = try Harness(options: MountOptions(uid: 1000, gid: 1000, cacheDirectory: cache, bucket: "b"))
+        // No second attempt at close, no background retry: the entry waits.
+        let h = try Harness(options: MountOptions(
+            uid: 1000, gid: 1000, cacheDirectory: cache, bucket: "b", uploadRetryWindow: 0, recoveryRetryInterval: 0))
         let dir = try await h.fs.mkdir(parent: InodeTable.root, name: "d", mode: 0o755).attributes.inode
         let (entry, open) = try await h.fs.create(parent: dir, name: "report.txt", mode: 0o644, flags: O_WRONLY)
         let content = bytes(300_000, seed: 5)

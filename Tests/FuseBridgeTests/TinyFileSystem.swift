@@ -173,7 +173,7 @@ final class TinyFileSystem: FileSystemOperations {
 /// what the bridge test checks arrives intact at the caller.
 extension TinyFileSystem {
     func create(parent: UInt64, name: String, mode: UInt32, flags: Int32) async throws(FSError) -> (EntryReply, OpenReply) { throw FSError(EROFS) }
-    func mknod(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply { throw FSError(EROFS) }
+    func mknod(parent: UInt64, name: String, mode: UInt32, rdev: UInt64) async throws(FSError) -> EntryReply { throw FSError(EROFS) }
     func write(_ inode: UInt64, handle: UInt64, offset: Int64, data: Data) async throws(FSError) -> Int { throw FSError(EROFS) }
     func flush(_ inode: UInt64, handle: UInt64, pid: Int32) async throws(FSError) {}
     func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError) {}

@@ -100,6 +100,28 @@ extension MountTests {
             #expect(mount.logTail().contains("unmounted"), "log: \(mount.logTail())")
         }
 
+        @Test("a background mount keeps no end of its ready pipe once it reported ready")
+        func readyPipeFullyClosed() async throws {
+            let prefix = MountEnv.uniquePrefix("ready-pipe")
+            try await DirectGCS.emulator().put("\(prefix)/x", Data("x".utf8))
+            let mount = try await Mount.start(endpoint: try MountEnv.emulator(), prefix: prefix)
+            defer { mount.cleanup() }
+            let pid = try #require(mount.pid, "no bucketfs process found for \(mount.path)")
+            // Its descriptors: the pipe's write end copied onto 3 is closed
+            // by the READY report; any other end of it (an original the
+            // spawn failed to close) would be a leak, and a read end that
+            // was 3 itself once closed the copy (see Daemon.readyPipe).
+            let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
+            let pipes = fds.compactMap { fd -> String? in
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"),
+                    target.hasPrefix("pipe:") else { return nil }
+                return "\(fd) -> \(target)"
+            }
+            #expect(pipes.isEmpty, "pipes still open in the mount process: \(pipes)")
+            let ls = try await Tools.run("/bin/ls", [mount.path])
+            #expect(ls.ok && ls.out == "x\n", "\(ls.summary)")
+        }
+
         @Test("bucketfs unmount ends the mount and the process")
         func unmountCommand() async throws {
             let prefix = MountEnv.uniquePrefix("unmount")

@@ -36,7 +36,7 @@ extension MountTests {
             let tailStart = data.count - (64 << 10)
 
             let mount = try await Mount.start(
-                endpoint: endpoint, prefix: prefix, options: ["--retry-attempts", "2", "--retry-max-time", "3"], cacheDir: cacheDir)
+                endpoint: endpoint, prefix: prefix, options: ["--retry-attempts", "2", "--retry-max-time", "3", "--upload-retry-time", "0"], cacheDir: cacheDir)
             defer { mount.cleanup() }
             let fd = try Posix.open(mount.at("pending.bin"), O_WRONLY | O_CREAT | O_TRUNC)
             var closed = false

@@ -70,8 +70,9 @@ Test controls (not recorded, never faulted):
   ``"drop": true`` close the connection without any response, the request
   not executed.
   With ``"apply": true`` a ``status``/``drop`` fault executes the request
-  first (the write happens, the answer is lost). The first registered
-  matching fault wins; each use decrements its count. Answers
+  first (the write happens, the answer is lost). With ``"after": N`` the
+  first N matching requests pass untouched before it acts. The first
+  registered matching fault wins; each use decrements its count. Answers
   ``{"ok":true,"pending":N}``. ``GET /_faults`` lists the pending ones.
 * ``POST /_seed`` ``{"bucket", "prefix", "dirs", "files"}`` creates many
   small objects at once (benchmarks; see ``control``); listed like any other,
@@ -431,6 +432,9 @@ class State:
                     continue
                 if fault.get("path_contains", "") not in target:
                     continue
+                if fault.get("after", 0) > 0:
+                    fault["after"] -= 1
+                    return None
                 fault["count"] -= 1
                 if fault["count"] <= 0:
                     self.faults.remove(fault)

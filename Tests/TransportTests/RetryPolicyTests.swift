@@ -35,4 +35,22 @@ import Testing
         #expect(!TransportError.cancelled.isRetryable)
         #expect(!TransportError.other(code: 3, message: "bad url").isRetryable)
     }
+
+    @Test func aBudgetEndsAtItsAttemptsAndStartsAfreshAfterProgress() {
+        var budget = RetryBudget(policy: RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(10), totalTimeout: .seconds(60)), jitter: { 0 })
+        #expect(budget.nextDelay() == .milliseconds(10))
+        #expect(budget.nextDelay() == .milliseconds(20))
+        #expect(budget.nextDelay() == nil, "the third failure is the last of three attempts")
+        budget.reset()
+        #expect(budget.failures == 0)
+        #expect(budget.nextDelay() == .milliseconds(10))
+    }
+
+    @Test func aBudgetEndsWhenTheNextWaitWouldPassItsTotalTime() {
+        var budget = RetryBudget(policy: RetryPolicy(maxAttempts: 100, initialBackoff: .seconds(1), maxBackoff: .seconds(8), totalTimeout: .seconds(5)), jitter: { 0 })
+        #expect(budget.nextDelay() == .seconds(1))
+        #expect(budget.nextDelay() == .seconds(2))
+        #expect(budget.nextDelay() == .seconds(4))
+        #expect(budget.nextDelay() == nil, "8 s more would pass the 5 s budget")
+    }
 }

@@ -33,6 +33,38 @@ import Testing
         #expect(transport.statistics.retryCount - before == 2)
     }
 
+    @Test func oneRequestsBackoffNeverDelaysAnother() async throws {
+        // Slow backoff, so that a shared one would show: the failing request
+        // waits 1 s, then 2 s, between its attempts.
+        let slow = HTTPTransport(configuration: TransportConfiguration(
+            connectTimeout: .seconds(2),
+            retry: RetryPolicy(maxAttempts: 4, initialBackoff: .seconds(1), maxBackoff: .seconds(4), totalTimeout: .seconds(20))),
+            random: { 0 })
+        let server = try TestServers.fakeGCS()
+        let failing = "burst-\(UUID().uuidString)", healthy = "calm-\(UUID().uuidString)"
+        for name in [failing, healthy] {
+            try await TestServers.putObject(Data(name.utf8), bucket: "transport", name: name, on: server, transport: transport)
+        }
+        try await TestServers.injectFault(["method": "GET", "path_contains": failing, "status": 503, "count": 2], on: server, transport: transport)
+        let clock = ContinuousClock()
+        let started = clock.now
+        async let first = slow.send(HTTPRequest(method: .get, url: objectURL(server, failing), isIdempotent: true))
+        // Sent while the first one is waiting out its backoff.
+        try await Task.sleep(for: .milliseconds(100))
+        var healthyTimes: [Duration] = []
+        for _ in 0..<3 {
+            let sent = clock.now
+            let response = try await slow.send(HTTPRequest(method: .get, url: objectURL(server, healthy), isIdempotent: true))
+            #expect(response.status == 200)
+            healthyTimes.append(clock.now - sent)
+        }
+        let firstResponse = try await first
+        #expect(firstResponse.status == 200)
+        let firstTook = clock.now - started
+        #expect(firstTook >= .seconds(3), "two retries with 1 s and 2 s backoff took \(firstTook)")
+        #expect(healthyTimes.allSatisfy { $0 < .seconds(1) }, "unrelated requests waited: \(healthyTimes)")
+    }
+
     @Test func nonIdempotentRequestsAreNotRetried() async throws {
         let server = try TestServers.fakeGCS()
         let name = "noretry-\(UUID().uuidString)"

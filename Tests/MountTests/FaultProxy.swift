@@ -1,0 +1,86 @@
+import Foundation
+import Transport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `Tests/Servers/fault_proxy.py` of a test's own, between its mount and
+/// the shared emulator: every request passes through unchanged until the
+/// test registers faults (see the proxy's docstring for what they do).
+/// Checks go to the emulator directly (`gcs`), never through the proxy.
+final class FaultProxy: @unchecked Sendable {
+    let endpoint: String
+    /// The emulator behind the proxy, for checks.
+    let gcs: DirectGCS
+    private let process: Tools.Running
+
+    /// Starts a proxy in front of `upstream` (default: the shared
+    /// emulator); `gcs` addresses `bucket` there.
+    init(upstream: String? = nil, bucket: String = MountEnv.bucket) async throws {
+        let upstream = try upstream ?? MountEnv.emulator()
+        let python = try MountEnv.variable("BUCKETFS_TEST_PYTHON")
+        let script = try MountEnv.repo() + "/Tests/Servers/fault_proxy.py"
+        process = try Tools.Running(python, [script, "--upstream", upstream, "--port", "0"])
+        gcs = DirectGCS(base: upstream, bucket: bucket)
+        let deadline = ContinuousClock.now + .seconds(20)
+        var port: String?
+        while port == nil {
+            let out = (try? String(contentsOfFile: process.stdoutPath, encoding: .utf8)) ?? ""
+            port = out.split(separator: "\n").first { $0.hasPrefix("READY ") }.map { String($0.dropFirst(6)) }
+            if port != nil { break }
+            guard process.isRunning, ContinuousClock.now < deadline else {
+                let result = process.result()
+                process.kill()
+                throw HarnessError("fault_proxy.py did not become READY: \(result.summary)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        endpoint = "http://127.0.0.1:\(port!)"
+    }
+
+    /// Stops the proxy (by the PID we started). Idempotent.
+    func stop() {
+        if process.isRunning {
+            Glibc.kill(process.pid, SIGTERM)
+            if !process.waitBlocking(.seconds(3)) { process.kill() }
+        }
+        _ = process.result()
+    }
+
+    /// Registers faults (one object or several).
+    func fault(_ specs: [[String: Any]]) async throws {
+        let response = try await DirectGCS.transport.send(HTTPRequest(
+            method: .post, url: endpoint + "/_faults", headers: ["Content-Type": "application/json"],
+            body: .bytes(try JSONSerialization.data(withJSONObject: specs)), isIdempotent: false))
+        guard response.isSuccess else { throw HarnessError("POST /_faults answered \(response.status): \(String(decoding: response.body, as: UTF8.self))") }
+    }
+
+    /// Removes every pending fault.
+    func clearFaults() async throws {
+        _ = try await DirectGCS.transport.send(HTTPRequest(method: .delete, url: endpoint + "/_faults", isIdempotent: true))
+    }
+
+    struct Request {
+        let method: String
+        let path: String
+        let query: String
+        let time: Double
+        /// The fault applied to it, if any.
+        let fault: String?
+    }
+
+    /// Every request the proxy has seen, in order.
+    func requests() async throws -> [Request] {
+        let response = try await DirectGCS.transport.send(HTTPRequest(method: .get, url: endpoint + "/_requests", isIdempotent: true))
+        let list = (try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]]) ?? []
+        return list.map {
+            Request(
+                method: $0["method"] as? String ?? "", path: $0["path"] as? String ?? "", query: $0["query"] as? String ?? "",
+                time: $0["time"] as? Double ?? 0, fault: $0["fault"] as? String)
+        }
+    }
+
+    func clearRequests() async throws {
+        _ = try await DirectGCS.transport.send(HTTPRequest(method: .post, url: endpoint + "/_requests/clear", isIdempotent: false))
+    }
+}

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""An HTTP fault-injecting proxy for the bucketfs tests.
+
+It sits between bucketfs and a GCS JSON API server on loopback (the
+emulator), forwards every request unchanged, and injects the faults a test
+registers: error answers, connections cut in the middle of a request body,
+answers lost after the server acted, stalls, and outages that last a given
+time. Standard library only; threaded; HTTP/1.1 keep-alive towards the
+client (every answer has Content-Length).
+
+Usage: fault_proxy.py --upstream http://127.0.0.1:PORT [--host 127.0.0.1] [--port 0]
+Prints ``READY <port>`` on stdout once listening.
+
+Controls (paths starting with ``/_``, answered by the proxy itself, never
+faulted, never logged):
+
+* ``POST /_faults`` a JSON object or a list of them. Each has optional
+  ``method`` (exact, default any), ``path_contains`` (substring of the
+  request target including its query string, default any) and
+  ``min_body_bytes`` (only requests with at least that long a body, e.g.
+  the chunks of a resumable upload but not its status queries), and how long it
+  lasts: ``count`` uses (default 1), or ``for_seconds`` S (every matching
+  request during the next S seconds; ``count`` is then ignored). Exactly
+  one action. A ``for_seconds`` fault may come in bursts: with
+  ``period_seconds`` P and ``burst_seconds`` B it acts only during the first
+  B seconds of every P seconds (counted from its registration) and lets
+  requests through otherwise. Exactly one action:
+
+  ``"status": N``  answer N with a GCS-shaped error JSON, not forwarded;
+  ``"drop": true``  close the connection without an answer, not forwarded;
+  ``"cut_request_after_bytes": N``  read N bytes of the request body, then
+      close the connection (the client sees its upload cut; nothing is
+      forwarded, so the server keeps what it had before);
+  ``"stall_seconds": S``  forward, then wait S seconds before answering.
+
+  With ``"apply": true`` a ``status`` or ``drop`` fault forwards the request
+  first (the server acts; its answer is lost). The first registered matching
+  fault wins. Answers ``{"ok":true,"pending":N}``.
+* ``DELETE /_faults`` removes every pending fault.
+* ``GET /_requests`` JSON list of ``{"method","path","query","time","fault"}``
+  for every request received (``time`` in seconds since the epoch, ``fault``
+  the action applied or null); ``POST /_requests/clear`` empties it.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler
+from urllib.parse import urlsplit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_gcs as gcs  # noqa: E402  (its loopback serving)
+
+ACTIONS = ("status", "drop", "cut_request_after_bytes", "stall_seconds")
+HOP_BY_HOP = {
+    "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
+    "content-length",
+}
+
+
+class State:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.faults = []
+        self.requests = []
+
+    def take_fault(self, method, target, length):
+        now = time.time()
+        with self.lock:
+            self.faults = [f for f in self.faults if f.get("until") is None or f["until"] > now]
+            for fault in self.faults:
+                if fault.get("method") not in (None, "*", method):
+                    continue
+                if fault.get("path_contains", "") not in target:
+                    continue
+                if length < int(fault.get("min_body_bytes", 0)):
+                    continue
+                period = fault.get("period_seconds")
+                if period and (now - fault["since"]) % float(period) >= float(fault.get("burst_seconds", 0)):
+                    continue
+                if fault.get("until") is None:
+                    fault["count"] -= 1
+                    if fault["count"] <= 0:
+                        self.faults.remove(fault)
+                return dict(fault)
+        return None
+
+
+STATE = State()
+UPSTREAM = None  # (host, port)
+# One upstream connection per serving thread, reused across requests.
+UPSTREAM_CONNECTIONS = threading.local()
+
+
+def error_json(code, message):
+    return json.dumps({
+        "error": {
+            "code": code, "message": message,
+            "errors": [{"domain": "global", "reason": "injected", "message": message}],
+        }
+    }).encode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fault-proxy/1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, format, *args):  # noqa: A002 - quiet
+        pass
+
+    # -- plumbing --
+
+    def _body_length(self):
+        length = self.headers.get("Content-Length")
+        return int(length) if length else 0
+
+    def _read_exactly(self, n):
+        chunks, left = [], n
+        while left > 0:
+            chunk = self.rfile.read(min(left, 1 << 20))
+            if not chunk:
+                raise ConnectionError("short body")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def _abort(self):
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _answer(self, status, headers, body):
+        self.send_response(status)
+        for name, value in headers:
+            if name.lower() not in HOP_BY_HOP:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _forward(self, body):
+        conn = getattr(UPSTREAM_CONNECTIONS, "conn", None)
+        for attempt in range(2):
+            if conn is None:
+                conn = http.client.HTTPConnection(*UPSTREAM, timeout=600)
+                UPSTREAM_CONNECTIONS.conn = conn
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+            headers["Content-Length"] = str(len(body))
+            try:
+                conn.request(self.command, self.path, body=body, headers=headers)
+                response = conn.getresponse()
+                data = response.read()
+                if response.will_close:
+                    conn.close()
+                    UPSTREAM_CONNECTIONS.conn = None
+                return response.status, response.getheaders(), data
+            except (ConnectionError, http.client.HTTPException, OSError):
+                conn.close()
+                conn = None
+                UPSTREAM_CONNECTIONS.conn = None
+                if attempt == 1:
+                    raise
+        raise ConnectionError("unreachable")
+
+    # -- controls --
+
+    def _control(self, path, body):
+        if path == "/_faults" and self.command == "POST":
+            spec = json.loads(body or b"{}")
+            specs = spec if isinstance(spec, list) else [spec]
+            now = time.time()
+            added = []
+            for f in specs:
+                actions = [a for a in ACTIONS if f.get(a) not in (None, False)]
+                if len(actions) != 1:
+                    return 400, {"error": "exactly one of %s" % (ACTIONS,)}
+                f = dict(f)
+                f["action"] = actions[0]
+                f["since"] = now
+                if f.get("for_seconds") is not None:
+                    f["until"] = now + float(f["for_seconds"])
+                else:
+                    f["count"] = int(f.get("count", 1))
+                    if f["count"] < 1:
+                        return 400, {"error": "count must be >= 1"}
+                added.append(f)
+            with STATE.lock:
+                STATE.faults.extend(added)
+                pending = len(STATE.faults)
+            return 200, {"ok": True, "pending": pending}
+        if path == "/_faults" and self.command == "DELETE":
+            with STATE.lock:
+                STATE.faults.clear()
+            return 200, {"ok": True}
+        if path == "/_requests" and self.command == "GET":
+            with STATE.lock:
+                return 200, list(STATE.requests)
+        if path == "/_requests/clear" and self.command == "POST":
+            with STATE.lock:
+                STATE.requests.clear()
+            return 200, {"ok": True}
+        return 404, {"error": "unknown control %s %s" % (self.command, path)}
+
+    # -- requests --
+
+    def _handle(self):
+        target = self.path
+        path, _, query = target.partition("?")
+        if path.startswith("/_"):
+            try:
+                status, obj = self._control(path, self._read_exactly(self._body_length()))
+            except (ValueError, TypeError) as e:
+                status, obj = 400, {"error": "bad control request: %s" % e}
+            self._answer(status, [("Content-Type", "application/json")], json.dumps(obj).encode())
+            return
+        length = self._body_length()
+        fault = STATE.take_fault(self.command, target, length)
+        action = fault["action"] if fault else None
+        with STATE.lock:
+            STATE.requests.append(
+                {"method": self.command, "path": path, "query": query, "time": time.time(), "fault": action})
+        if action == "cut_request_after_bytes":
+            try:
+                self._read_exactly(min(length, int(fault["cut_request_after_bytes"])))
+            except ConnectionError:
+                pass
+            self._abort()
+            return
+        try:
+            body = self._read_exactly(length)
+        except ConnectionError:
+            self._abort()
+            return
+        forward = action not in ("status", "drop") or fault.get("apply")
+        answer = None
+        if forward:
+            try:
+                answer = self._forward(body)
+            except (ConnectionError, http.client.HTTPException, OSError) as e:
+                answer = (502, [("Content-Type", "application/json")], error_json(502, "upstream: %s" % e))
+        if action == "drop":
+            self._abort()
+            return
+        if action == "status":
+            code = int(fault["status"])
+            self._answer(code, [("Content-Type", "application/json")], error_json(code, "Injected fault %d." % code))
+            return
+        if action == "stall_seconds":
+            time.sleep(float(fault["stall_seconds"]))
+        self._answer(*answer)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+
+
+def main():
+    global UPSTREAM
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--upstream", required=True, help="http://127.0.0.1:PORT")
+    args = gcs.loopback_arguments(parser)
+    upstream = urlsplit(args.upstream)
+    if upstream.hostname not in ("127.0.0.1", "localhost", "::1"):
+        parser.error("--upstream must be a loopback address")
+    UPSTREAM = (upstream.hostname, upstream.port or 80)
+    gcs.serve(args.host, args.port, Handler)
+
+
+if __name__ == "__main__":
+    main()

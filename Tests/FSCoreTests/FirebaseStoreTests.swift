@@ -139,7 +139,7 @@ struct FirebaseStoreTests {
 
 /// An `ObjectStore` whose stats take `delay` and which records how many
 /// ran at once; everything else goes straight to `inner`.
-final class SlowStatStore: ObjectStore {
+final class SlowStatStore: ForwardingStore {
     let inner: InMemoryObjectStore
     let delay: Duration
     private let counts = Mutex((current: 0, widest: 0))
@@ -157,35 +157,5 @@ final class SlowStatStore: ObjectStore {
         defer { counts.withLock { $0.current -= 1 } }
         try? await Task.sleep(for: delay)
         return try await inner.stat(name)
-    }
-
-    func list(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ListPage {
-        try await inner.list(prefix: prefix, pageToken: pageToken, maxResults: maxResults)
-    }
-
-    func read(
-        _ name: String, generation: Int64, range: Range<Int64>, into sink: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void
-    ) async throws(StoreError) -> Int64 {
-        try await inner.read(name, generation: generation, range: range, into: sink)
-    }
-
-    func put(_ name: String, from path: String?, options: PutOptions) async throws(StoreError) -> ObjectInfo {
-        try await inner.put(name, from: path, options: options)
-    }
-
-    func startStreamingPut(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut {
-        try await inner.startStreamingPut(name, from: path, options: options)
-    }
-
-    func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError) {
-        try await inner.delete(name, ifGenerationMatch: ifGenerationMatch)
-    }
-
-    func copy(_ source: String, to destination: String, ifSourceGenerationMatch: Int64?, ifGenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo {
-        try await inner.copy(source, to: destination, ifSourceGenerationMatch: ifSourceGenerationMatch, ifGenerationMatch: ifGenerationMatch)
-    }
-
-    func patch(_ name: String, _ patch: MetadataPatch, ifMetagenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo {
-        try await inner.patch(name, patch, ifMetagenerationMatch: ifMetagenerationMatch)
     }
 }

@@ -48,26 +48,9 @@ struct ListingPathTests {
     }
 
     @Test func aStoreWithoutFlatListingsListsEachDirectory() async throws {
-        struct Delimited: ObjectStore {
+        /// The same store without flat listings (ObjectStore's default).
+        struct Delimited: ForwardingStore {
             let inner: InMemoryObjectStore
-            func list(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ListPage {
-                try await inner.list(prefix: prefix, pageToken: pageToken, maxResults: maxResults)
-            }
-            func stat(_ name: String) async throws(StoreError) -> ObjectInfo { try await inner.stat(name) }
-            func read(_ name: String, generation: Int64, range: Range<Int64>, into sink: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void) async throws(StoreError) -> Int64 {
-                try await inner.read(name, generation: generation, range: range, into: sink)
-            }
-            func put(_ name: String, from path: String?, options: PutOptions) async throws(StoreError) -> ObjectInfo { try await inner.put(name, from: path, options: options) }
-            func startStreamingPut(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut {
-                try await inner.startStreamingPut(name, from: path, options: options)
-            }
-            func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError) { try await inner.delete(name, ifGenerationMatch: ifGenerationMatch) }
-            func copy(_ source: String, to destination: String, ifSourceGenerationMatch: Int64?, ifGenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo {
-                try await inner.copy(source, to: destination, ifSourceGenerationMatch: ifSourceGenerationMatch, ifGenerationMatch: ifGenerationMatch)
-            }
-            func patch(_ name: String, _ patch: MetadataPatch, ifMetagenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo {
-                try await inner.patch(name, patch, ifMetagenerationMatch: ifMetagenerationMatch)
-            }
         }
         let inner = InMemoryObjectStore()
         let names = seedTree(inner, 3)

@@ -237,6 +237,7 @@ write_notes() {
     echo "300 files: one bash process writing each file with the builtin printf (no fork per file) into a directory"
     echo "made just before, curl 300 media uploads from one process (--config, \`next\`); requests per file: what the"
     echo "emulator received during the timed command, besides the durability checks; FUSE requests per file: libfuse's"
-    echo "trace of the same loop over 20 files (after the loop's first, which bash writes in 64-byte pieces); rm -rf: 1,000 objects seeded through the API before the mount, time"
-    echo "until rm returns, nothing may be left under the prefix then; curl 1,000 DELETEs from one process."
+    echo "trace of the same loop over 20 files (after the loop's first, which bash writes in 64-byte pieces); rm -rf:"
+    echo "1,000 objects seeded through the API before the mount, time until rm returns, nothing may be left under the"
+    echo "prefix then; curl 1,000 DELETEs from one process."
 }

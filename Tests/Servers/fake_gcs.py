@@ -215,27 +215,33 @@ class Reply:
         return cls(status, json.dumps(obj).encode(), h)
 
 
+def new_resource(bucket, name, generation, size, md5, crc32c, created):
+    """The resource of a new object (metageneration 1, default type and
+    class), as both live and bulk-seeded objects start."""
+    return {
+        "kind": "storage#object",
+        "bucket": bucket,
+        "name": name,
+        "generation": str(generation),
+        "metageneration": "1",
+        "contentType": "application/octet-stream",
+        "storageClass": "STANDARD",
+        "size": str(size),
+        "md5Hash": md5,
+        "crc32c": crc32c,
+        "timeCreated": created,
+        "updated": created,
+    }
+
+
 class Obj:
     """One live object: bytes and resource."""
 
     def __init__(self, bucket, name, data, props, generation):
         self.data = data
         created = now_rfc3339()
-        self.resource = {
-            "kind": "storage#object",
-            "bucket": bucket,
-            "name": name,
-            "generation": str(generation),
-            "metageneration": "1",
-            "contentType": "application/octet-stream",
-            "storageClass": "STANDARD",
-            "size": str(len(data)),
-            "md5Hash": b64_md5(data),
-            "crc32c": b64_crc32c(data),
-            "timeCreated": created,
-            "updated": created,
-            "timeStorageClassUpdated": created,
-        }
+        self.resource = new_resource(bucket, name, generation, len(data), b64_md5(data), b64_crc32c(data), created)
+        self.resource["timeStorageClassUpdated"] = created
         for key in WRITABLE:
             val = props.get(key)
             if val is None:
@@ -317,24 +323,10 @@ SEED_DATA = b"seeded object\n"
 
 
 def seeded_resource(bucket, name, generation):
-    created = "2026-01-01T00:00:00.000000Z"
-    enc = quote(name, safe="")
-    return {
-        "kind": "storage#object",
-        "id": "%s/%s/%s" % (bucket, name, generation),
-        "selfLink": "http://127.0.0.1/storage/v1/b/%s/o/%s" % (bucket, enc),
-        "bucket": bucket,
-        "name": name,
-        "generation": str(generation),
-        "metageneration": "1",
-        "contentType": "application/octet-stream",
-        "storageClass": "STANDARD",
-        "size": str(len(SEED_DATA)),
-        "md5Hash": SEED_MD5,
-        "crc32c": SEED_CRC32C,
-        "timeCreated": created,
-        "updated": created,
-    }
+    r = new_resource(bucket, name, generation, len(SEED_DATA), SEED_MD5, SEED_CRC32C, "2026-01-01T00:00:00.000000Z")
+    r["id"] = "%s/%s/%s" % (bucket, name, generation)
+    r["selfLink"] = "http://127.0.0.1/storage/v1/b/%s/o/%s" % (bucket, quote(name, safe=""))
+    return r
 
 
 class ObjectTable(dict):

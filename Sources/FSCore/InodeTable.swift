@@ -44,6 +44,11 @@ struct InodeTable: Sendable {
 
     var count: Int { records.count }
 
+    /// Every bound inode but the root, with its path.
+    var boundPaths: [(inode: UInt64, path: String)] {
+        records.compactMap { inode, record in inode != Self.root && record.bound ? (inode, record.path) : nil }
+    }
+
     subscript(inode: UInt64) -> Record? { records[inode] }
 
     func inode(forPath path: String) -> UInt64? { byPath[path] }

@@ -58,6 +58,15 @@ struct StatCache: Sendable {
         entries[path] = nil
     }
 
+    /// Forgets everything (an operator asked to drop the caches); returns
+    /// the paths that were known to be absent, whose negative entries the
+    /// kernel may hold too.
+    mutating func removeAll() -> [String] {
+        let absent = entries.compactMap { path, entry in entry.node == .absent ? path : nil }
+        entries.removeAll()
+        return absent
+    }
+
     /// Forgets `path` and every path below it (a directory rename).
     mutating func invalidate(tree path: String) {
         let below = path + "/"

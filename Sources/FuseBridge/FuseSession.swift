@@ -153,6 +153,29 @@ public final class FuseSession: @unchecked Sendable {
         fuse_session_unmount(session)
     }
 
+    /// Tells the kernel to forget the names (positive and negative dentries)
+    /// and the inodes' attributes it caches, so the next lookup or stat asks
+    /// the filesystem (`bucketfs status --drop-caches`, SIGHUP). Cached file
+    /// pages are kept: their generation is checked at open. Safe from any
+    /// thread but a filesystem operation's (the kernel may wait for the
+    /// directory's lock). Returns how many the kernel accepted (it refuses
+    /// names and inodes it no longer holds, which is fine).
+    public func invalidateKernelCaches(names: [(parent: UInt64, name: String)], inodes: [UInt64]) -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let session else { return 0 }
+        var accepted = 0
+        for (parent, name) in names {
+            let rc = name.withCString { fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), $0, name.utf8.count) }
+            if rc == 0 { accepted += 1 }
+        }
+        // Offset -1: attributes only, not the page cache.
+        for inode in inodes where fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), -1, 0) == 0 {
+            accepted += 1
+        }
+        return accepted
+    }
+
     /// Idempotent teardown: stops a running loop and waits for it, unmounts,
     /// removes the signal handlers (only if installed), waits for in-flight
     /// replies, destroys the session and releases the context. Do not call

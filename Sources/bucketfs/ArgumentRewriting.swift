@@ -2,14 +2,14 @@
 /// mount.fuse3 runs `bucketfs BUCKET MOUNTPOINT -o opts` (no subcommand),
 /// and bucketfs's own options may hide inside -o as name=value.
 enum ArgumentRewriting {
-    static let subcommands: Set<String> = ["mount", "unmount", "ls", "put", "get", "help", "-h", "--help", "--version"]
+    static let subcommands: Set<String> = ["mount", "unmount", "ls", "put", "get", "status", "help", "-h", "--help", "--version"]
 
     /// Long options of `mount` that take a value, and the flags.
     static let valueOptions: Set<String> = [
         "endpoint", "key-file", "token-file", "cache-dir", "cache-size", "read-ahead-budget", "stat-ttl",
         "negative-ttl", "uid", "gid", "file-mode", "dir-mode", "log-level", "log-file", "connect-timeout",
         "stall-timeout", "retry-attempts", "retry-max-time", "upload-chunk-size", "upload-retry-time",
-        "recovery-retry-interval",
+        "recovery-retry-interval", "config",
         "firebase-api-key", "firebase-email", "firebase-password-file", "firebase-refresh-token-file",
         "firebase-custom-token-file", "firebase-auth-emulator", "rename-copy-limit", "listing-stat-width",
     ]

@@ -86,12 +86,32 @@ struct MountCommand: AsyncParsableCommand {
         if filesystem.retryPending, fs.retryRecoveryEntriesInBackground() > 0 {
             logger.notice("pending files that could not be uploaded yet are retried in the background while mounted")
         }
+        let description = MountDescription(
+            mountpoint: MountWatch.absolute(mountpoint), bucket: target.bucket, prefix: target.prefix,
+            readOnly: options.readOnly, cacheDirectory: options.cacheDirectory!, settings: settings(options))
         try await MountRunner(
-            filesystem: fs, mountpoint: mountpoint,
+            filesystem: fs, description: description, mountpoint: mountpoint,
             fuseOptions: filesystem.fuseOptions(bucketURL: target.description),
             debug: process.logLevel == .trace, readyFD: process.readyFD, logger: logger,
             kernelReadAheadKiB: filesystem.kernelReadAheadKiB > 0 ? filesystem.kernelReadAheadKiB : nil
         ).run()
+    }
+}
+
+extension MountCommand {
+    /// The options in effect, as `bucketfs status` shows them (no secrets:
+    /// credentials are files, and their paths are not listed).
+    func settings(_ options: MountOptions) -> [String: String] {
+        [
+            "stat-ttl": "\(options.statTTL)", "negative-ttl": "\(options.negativeTTL)",
+            "cache-size": "\(options.cacheSize >> 20)", "read-ahead-budget": "\(options.readAheadBudget >> 20)",
+            "upload-chunk-size": "\(process.uploadChunkMiB)", "upload-retry-time": "\(options.uploadRetryWindow)",
+            "recovery-retry-interval": "\(options.recoveryRetryInterval)",
+            "file-mode": String(options.fileMode, radix: 8), "dir-mode": String(options.dirMode, radix: 8),
+            "uid": "\(options.uid)", "gid": "\(options.gid)", "read-only": "\(options.readOnly)",
+            "retry-max-time": "\(process.retryMaxTime)", "log-level": "\(process.logLevel)",
+            "config": process.config ?? "",
+        ]
     }
 }
 

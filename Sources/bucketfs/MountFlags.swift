@@ -146,6 +146,9 @@ struct ProcessFlags: ParsableArguments {
     @Option(name: .customLong("retry-max-time"), help: "Seconds a request may spend retrying before it fails (EIO); each request has its own backoff, from 0.1 s doubling to 16 s.")
     var retryMaxTime: Double = 60
 
+    @Option(help: "A JSON config file of mount options (keys: the long option names; \"fuse-options\" for -o). Default: $BUCKETFS_CONFIG, else ~/.config/bucketfs/config.json or /etc/bucketfs/config.json if present. Precedence: flags, then BUCKETFS_<OPTION> variables, then the file.")
+    var config: String?
+
     @Option(name: .customLong("ready-fd"), help: .hidden)
     var readyFD: Int32?
 

@@ -6,9 +6,10 @@ import Logging
 /// Ends the process's FUSE session when the outside world ends the mount.
 ///
 /// Signals: libfuse's own handlers only set a flag that the loop notices at
-/// its next request, so an idle mount would ignore SIGTERM. Here SIGTERM,
-/// SIGINT and SIGHUP are taken by dispatch sources that stop the session at
-/// once (fuse_session_exit + unmount).
+/// its next request, so an idle mount would ignore SIGTERM. Here SIGTERM and
+/// SIGINT are taken by dispatch sources that stop the session at once
+/// (fuse_session_exit + unmount). SIGHUP does not unmount: it runs `reload`
+/// (drop the metadata caches), as daemons and systemd's ExecReload expect.
 ///
 /// Detach: after `fusermount3 -uz` (lazy unmount) with a reader blocked on a
 /// slow download, the kernel sends nothing more until that reader is
@@ -28,10 +29,12 @@ final class MountWatch: @unchecked Sendable {
     private let grace: Duration
     private let sources: [any DispatchSourceSignal]
     private let beforeExit: @Sendable () async -> Void
+    private let reload: @Sendable () -> Void
 
     init(session: FuseSession, mountpoint: String, logger: Logger, grace: Duration = .seconds(3),
-         beforeExit: @escaping @Sendable () async -> Void) {
+         reload: @escaping @Sendable () -> Void, beforeExit: @escaping @Sendable () async -> Void) {
         self.beforeExit = beforeExit
+        self.reload = reload
         self.session = session
         self.mountpoint = MountWatch.absolute(mountpoint)
         self.logger = logger
@@ -50,6 +53,11 @@ final class MountWatch: @unchecked Sendable {
         for source in sources {
             let number = source.handle
             source.setEventHandler { [self] in
+                if number == UInt(SIGHUP) {
+                    logger.info("SIGHUP: dropping the metadata caches", metadata: ["mountpoint": "\(mountpoint)"])
+                    reload()
+                    return
+                }
                 logger.info("signal received: unmounting", metadata: ["signal": "\(number)", "mountpoint": "\(mountpoint)"])
                 session.stop()
                 endIfStillRunning(after: grace, reason: "signal \(number)")

@@ -139,7 +139,8 @@ enum Tools {
         private let lock = NSLock()
         private var waitStatus: Int32?
 
-        init(_ executable: String, _ arguments: [String], stdoutPath: String? = nil) throws {
+        /// `environment` is added to (and overrides) `Tools.environment`.
+        init(_ executable: String, _ arguments: [String], stdoutPath: String? = nil, environment: [String: String] = [:]) throws {
             let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("mt-out-\(UUID().uuidString)").path
             self.stdoutPath = stdoutPath ?? scratch + ".stdout"
             self.stderrPath = scratch + ".stderr"
@@ -167,7 +168,7 @@ enum Tools {
 
             let argv = ([executable] + arguments).map { strdup($0) } + [nil]
             defer { argv.forEach { free($0) } }
-            let envp = Tools.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            let envp = Tools.environment.merging(environment) { _, given in given }.map { strdup("\($0.key)=\($0.value)") } + [nil]
             defer { envp.forEach { free($0) } }
             var child: pid_t = 0
             let rc = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
@@ -302,6 +303,18 @@ enum Kernel {
     }
 
     static func isMounted(_ path: String) -> Bool { mountpoints().contains(path) }
+
+    /// The mount options and superblock options of the mount on `path`
+    /// (/proc/self/mountinfo fields 6 and after the separator's third).
+    static func mountOptions(_ path: String) -> Set<String>? {
+        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count > 5, unescape(fields[4]) == path, let dash = fields.firstIndex(of: "-"), dash + 3 < fields.count else { continue }
+            return Set((fields[5] + "," + fields[dash + 3]).split(separator: ",").map(String.init))
+        }
+        return nil
+    }
 
     /// Polls until the mount state of `path` is `mounted`.
     static func waitMounted(_ path: String, _ mounted: Bool, timeout: Duration = .seconds(10)) async -> Bool {
@@ -475,11 +488,11 @@ final class Mount: @unchecked Sendable {
     /// throws with the CLI's output and log.
     static func start(
         endpoint: String, bucket: String = MountEnv.bucket, prefix: String, options: [String] = [],
-        mode: Mode = .background, cacheDir: String? = nil
+        mode: Mode = .background, cacheDir: String? = nil, environment: [String: String] = [:]
     ) async throws -> Mount {
         let mount = try Mount(mode: mode, cacheDir: cacheDir)
         do {
-            try await mount.mount(endpoint: endpoint, bucket: bucket, prefix: prefix, options: options)
+            try await mount.mount(endpoint: endpoint, bucket: bucket, prefix: prefix, options: options, environment: environment)
         } catch {
             mount.cleanup()
             throw error
@@ -495,13 +508,13 @@ final class Mount: @unchecked Sendable {
          "--cache-dir", cacheDir, "--log-file", logFile, "--log-level", "debug"] + options
     }
 
-    private func mount(endpoint: String, bucket: String, prefix: String, options: [String]) async throws {
+    private func mount(endpoint: String, bucket: String, prefix: String, options: [String], environment: [String: String]) async throws {
         _ = Kernel.becomeSubreaper
         let binary = try MountEnv.binary()
         let args = arguments(endpoint: endpoint, bucket: bucket, prefix: prefix, options: options)
         switch mode {
         case .background:
-            let front = try Tools.Running(binary, args)
+            let front = try Tools.Running(binary, args, environment: environment)
             let exited = await front.wait(.seconds(30))
             if !exited { front.kill() }
             let result = front.result(timedOut: !exited)
@@ -514,7 +527,7 @@ final class Mount: @unchecked Sendable {
             }
             guard pid != nil else { throw HarnessError("mounted, but no bucketfs process serves \(path)") }
         case .foreground:
-            let process = try Tools.Running(binary, args + ["--foreground"])
+            let process = try Tools.Running(binary, args + ["--foreground"], environment: environment)
             foregroundProcess = process
             pid = process.pid
             let deadline = ContinuousClock.now + .seconds(30)
@@ -605,9 +618,9 @@ final class Mount: @unchecked Sendable {
 
 /// Runs the CLI itself (not a mount we keep), e.g. to check exit codes.
 /// Any background child it leaves is reaped or killed afterwards.
-func runBucketfs(_ arguments: [String], timeout: Duration = .seconds(60)) async throws -> ToolResult {
+func runBucketfs(_ arguments: [String], timeout: Duration = .seconds(60), environment: [String: String] = [:]) async throws -> ToolResult {
     _ = Kernel.becomeSubreaper
-    let running = try Tools.Running(try MountEnv.binary(), arguments)
+    let running = try Tools.Running(try MountEnv.binary(), arguments, environment: environment)
     let exited = await running.wait(timeout)
     if !exited { running.kill() }
     let result = running.result(timedOut: !exited)

@@ -75,6 +75,27 @@ extension MountTests {
             #expect(!Kernel.isMounted(dirs.path))
         }
 
+        @Test("every option of mount --help can be set in a config file and as -o name=value")
+        func everyOptionConfigurable() async throws {
+            let help = try await runBucketfs(["mount", "--help"])
+            let names = Set(help.out.matches(of: /--([a-z][a-z-]+)/).map { String($0.output.1) })
+                .subtracting(["help", "foreground", "config"])
+            #expect(names.count > 30 && names.contains("stat-ttl") && names.contains("kernel-read-ahead"), "\(names.sorted())")
+            let dirs = try Mount()
+            defer { dirs.cleanup() }
+            // Values only need to be read; the mount then fails on the first
+            // one that makes no sense (a bucket that does not exist at worst).
+            let json = "{" + names.sorted().map { "\"\($0)\": \"1\"" }.joined(separator: ",") + "}"
+            let config = try Self.writeConfig(dirs, json)
+            let viaFile = try await runBucketfs(["mount", "gs://no-such-bucket-cfg", dirs.path, "--config", config], timeout: .seconds(30))
+            #expect(!viaFile.stderr.contains("unknown option"), "\(viaFile.summary)")
+            let viaO = try await runBucketfs(
+                ["mount", "gs://no-such-bucket-cfg", dirs.path, "-o", names.sorted().map { "\($0.replacingOccurrences(of: "-", with: "_"))=1" }.joined(separator: ",")],
+                timeout: .seconds(30))
+            #expect(!viaO.stderr.contains("unknown mount option"), "\(viaO.summary)")
+            #expect(!Kernel.isMounted(dirs.path))
+        }
+
         @Test("status shows the bucket, uptime, a file being written, a failed upload with its cause, and cache use")
         func statusReport() async throws {
             let (gcs, prefix, mount) = try await MountTests.WriteFailures.conflictSetup("status")

@@ -23,6 +23,8 @@ bench_row wbig "write a 256 MiB file, until durable (MiB/s)"
 bench_row wsmall "300 files of 4 KiB into a new dir, until durable (files/s)"
 bench_row wsmall_http "HTTP requests per small file (of the 300)"
 bench_row wsmall_fuse "FUSE requests per small file (bash \`printf > f\`)"
+bench_row wsmall_floor "the same 300 files on an in-memory C FUSE filesystem (files/s; the FUSE path's floor, curl column)"
+bench_row wsmall_ceiling "ceiling for any FUSE mount durable at close: 1 / (1/floor + 1/curl) (files/s, curl column)"
 bench_row rmtree "rm -rf of 1,000 files in 10 dirs (s)" s
 
 write_seed() {
@@ -122,10 +124,44 @@ curl_rmtree() {
 
 cat_file() { cat "$1"; }
 
+# The small-file loop on scripts/bench/null_fuse.c (built here with cc): a
+# libfuse3 low-level filesystem that keeps names in memory and does no work,
+# mounted with the loop bucketfs uses. What the kernel's FUSE path costs
+# per file before a filesystem does anything.
+null_fuse_small() {
+    local bin="$WORK/null_fuse" mp="$WORK/mnt-null" pid t0 t1
+    [[ -x "$bin" ]] || cc -O2 -o "$bin" "$REPO/scripts/bench/null_fuse.c" $(pkg-config --cflags --libs fuse3)
+    mkdir -p "$mp"
+    "$bin" "$mp" &
+    pid=$!
+    PIDS+=("$pid")
+    MOUNTS+=("$mp")
+    for _ in $(seq 1 100); do is_mounted "$mp" && break; sleep 0.05; done
+    is_mounted "$mp" || { echo "null_fuse_small: no mount" >&2; return 1; }
+    mkdir "$mp/small"
+    t0=$(now)
+    write_small_files "$mp/small" "$SMALL_COUNT"
+    t1=$(now)
+    fusermount3 -u "$mp" || fusermount3 -uz "$mp"
+    wait_gone "$pid" 10 || stop_pid "$pid"
+    cell_small "$(diff_s "$t0" "$t1")"
+}
+
+# 1 / (seconds per file on the null filesystem + seconds per curl upload):
+# a mount whose close returns only when the object is durable cannot
+# overlap the two, so no such mount can pass this on this machine
+small_ceiling() {
+    local curl_rate="${CELL[wsmall,curl,$RTT]%% *}" floor_rate="${CELL[wsmall_floor,curl,$RTT]%% *}"
+    [[ "$curl_rate" =~ ^[0-9]+$ && "$floor_rate" =~ ^[0-9]+$ ]] || { echo "small_ceiling: no curl or floor figure" >&2; return 1; }
+    awk -v a="$curl_rate" -v b="$floor_rate" 'BEGIN { printf "%.0f", 1 / (1 / a + 1 / b) }'
+}
+
 write_curl() {
     measure wbig curl curl_wbig
     measure wsmall curl curl_wsmall
     measure wsmall_http curl cat_file "$WORK/wsmall_http.curl"
+    measure wsmall_floor curl null_fuse_small
+    measure wsmall_ceiling curl small_ceiling
     measure rmtree curl curl_rmtree
 }
 

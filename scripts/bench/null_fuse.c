@@ -151,12 +151,13 @@ int main(int argc, char **argv) {
     char *args[] = {argv[0], "-o", "fsname=null_fuse,subtype=null_fuse"};
     struct fuse_args fargs = FUSE_ARGS_INIT(3, args);
     struct fuse_session *se = fuse_session_new(&fargs, &ops, sizeof ops, NULL);
-    if (!se || fuse_session_mount(se, argv[1]) != 0) return 1;
+    if (!se || fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, argv[1]) != 0) return 1;
     struct fuse_loop_config *config = fuse_loop_cfg_create();
     fuse_loop_cfg_set_idle_threads(config, 10);
     int rc = fuse_session_loop_mt(se, config);
     fuse_loop_cfg_destroy(config);
     fuse_session_unmount(se);
+    fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
     return rc ? 1 : 0;
 }

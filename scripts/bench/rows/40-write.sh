@@ -275,5 +275,7 @@ write_notes() {
     echo "emulator received during the timed command, besides the durability checks; FUSE requests per file: libfuse's"
     echo "trace of the same loop over 20 files (after the loop's first, which bash writes in 64-byte pieces); rm -rf:"
     echo "1,000 objects seeded through the API before the mount, time until rm returns, nothing may be left under the"
-    echo "prefix then; curl 1,000 DELETEs from one process."
+    echo "prefix then; curl 1,000 DELETEs from one process. FUSE floor: the same bash loop on scripts/bench/null_fuse.c"
+    echo "(libfuse3 low-level, names in memory, no work; the loop bucketfs uses); ceiling: 1 / (1/floor + 1/curl), what"
+    echo "a mount whose close returns only once the object is durable can reach at best (it cannot overlap the two)."
 }

@@ -52,21 +52,35 @@ final class ControlServer: Sendable {
     private let server: HTTPServer
     private let logger: Logger
 
+    private let status: @Sendable () -> MountStatusReport
+    private let dropCaches: @Sendable () -> DropCachesReport
+
     init(path: String, status: @escaping @Sendable () -> MountStatusReport,
          dropCaches: @escaping @Sendable () -> DropCachesReport, logger: Logger) throws {
         self.path = path
         self.logger = logger
-        let directory = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        guard chmod(directory, 0o700) == 0 else {
-            throw CLIError.bucket("cannot make \(directory) private: \(String(cString: strerror(errno)))", exitCode: 1)
-        }
+        self.status = status
+        self.dropCaches = dropCaches
+        try Self.makePrivateDirectory((path as NSString).deletingLastPathComponent)
         // A socket file left by a mount that was killed on this mountpoint.
         unlink(path)
         server = HTTPServer(address: .unix(path: path), logger: .disabled)
-        Task { [server] in
-            await server.appendRoute("GET /status") { _ in try Self.json(status()) }
-            await server.appendRoute("POST /drop-caches") { _ in try Self.json(dropCaches()) }
+    }
+
+    /// The directory must be ours, a real directory (not a symlink someone
+    /// planted in /tmp) and closed to others: the socket's permissions are
+    /// not honoured everywhere, the directory's are.
+    private static func makePrivateDirectory(_ directory: String) throws {
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var info = stat()
+        guard lstat(directory, &info) == 0 else {
+            throw CLIError.bucket("cannot create \(directory): \(String(cString: strerror(errno)))", exitCode: 1)
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else {
+            throw CLIError.bucket("\(directory) is not a directory of this user; refusing to put the control socket there", exitCode: 1)
+        }
+        guard chmod(directory, 0o700) == 0 else {
+            throw CLIError.bucket("cannot make \(directory) private: \(String(cString: strerror(errno)))", exitCode: 1)
         }
     }
 
@@ -76,6 +90,10 @@ final class ControlServer: Sendable {
 
     /// Starts serving; returns once the socket listens.
     func start() async throws {
+        let status = self.status
+        let dropCaches = self.dropCaches
+        await server.appendRoute("GET /status") { _ in try Self.json(status()) }
+        await server.appendRoute("POST /drop-caches") { _ in try Self.json(dropCaches()) }
         Task { [server, logger, path] in
             do {
                 try await server.run()

@@ -98,20 +98,21 @@ public final class BlockCache: Sendable {
             index.lru.touch(name)
             return .file(verified: index.verified.contains(name))
         }
+        let found: Data?
         switch look {
         case .miss:
-            return nil
+            found = nil
         case .memory(let data):
-            guard data.count == blockLength else { return nil }
-            return data[(data.startIndex + range.lowerBound)..<(data.startIndex + range.upperBound)]
+            found = data.count == blockLength ? data[(data.startIndex + range.lowerBound)..<(data.startIndex + range.upperBound)] : nil
         case .file(let verified):
-            if let data = readFile(name, key: key, range: range, blockLength: blockLength, verified: verified) {
-                return data
+            found = readFile(name, key: key, range: range, blockLength: blockLength, verified: verified)
+            if found == nil {
+                logger.debug("block cache: dropping unreadable or damaged block", metadata: ["block": "\(key)"])
+                remove(name)
             }
-            logger.debug("block cache: dropping unreadable or damaged block", metadata: ["block": "\(key)"])
-            remove(name)
-            return nil
         }
+        (found == nil ? FileSystemMetrics.blockCacheMisses : FileSystemMetrics.blockCacheHits).increment()
+        return found
     }
 
     /// Writes a block now (temp file + rename), evicting old blocks.

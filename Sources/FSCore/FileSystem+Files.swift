@@ -106,6 +106,12 @@ extension FileSystem {
     /// generation pinned at open. If that generation is gone (replaced or
     /// deleted), ESTALE: never bytes of another generation.
     public func read(_ inode: UInt64, handle: UInt64, offset: Int64, size: Int) async throws(FSError) -> Data {
+        let data = try await readBytes(handle: handle, offset: offset, size: size)
+        FileSystemMetrics.readBytes.increment(by: Int64(data.count))
+        return data
+    }
+
+    private func readBytes(handle: UInt64, offset: Int64, size: Int) async throws(FSError) -> Data {
         guard let (file, staged) = openFile(handle) else { throw FSError(EBADF, "no file handle \(handle)") }
         guard offset >= 0, size >= 0 else { throw FSError(EINVAL, "read of \(size) bytes at \(offset)") }
         if let staged { return try await staged.read(at: offset, count: size) }

@@ -82,6 +82,7 @@ extension FileSystem {
         }
         if firstWrite { writeJournal(staged, inode: inode) }
         advanceStream(staged, inode: inode)
+        FileSystemMetrics.writtenBytes.increment(by: Int64(data.count))
         return data.count
     }
 

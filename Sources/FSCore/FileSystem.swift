@@ -203,7 +203,10 @@ public final class FileSystem: FileSystemOperations {
         if case .notFound = error {
             logger.debug("\(failure)")
         } else {
-            logger.warning("\(operation) failed", metadata: ["object": "\(objectName(path))", "cause": "\(error)", "errno": "\(failure.errno)"])
+            logger.warning("\(operation) failed", metadata: [
+                "operation": "\(operation)", "path": "/\(path)", "object": "\(objectName(path))", "cause": "\(error)",
+                "errno": "\(failure.errno)",
+            ])
         }
         return failure
     }

@@ -23,6 +23,12 @@ final class BridgeContext: Sendable {
     let mountpoint: String
     private let inFlight = Atomic<Int>(0)
     private let tuned = Atomic<Bool>(false)
+    private let lastRequestID = Atomic<UInt64>(0)
+    let metrics = FuseMetrics()
+
+    /// A number for each request, in the logs of everything it causes
+    /// (`Caller.requestID`).
+    func nextRequestID() -> UInt64 { lastRequestID.add(1, ordering: .relaxed).newValue }
 
     /// Read-ahead requests the kernel may have in flight at once.
     static let maxBackground: UInt32 = 64

@@ -134,10 +134,11 @@ struct Reply: ~Copyable, Sendable {
     consuming func failure(_ error: FSError) {
         let errno = error.errno > 0 ? error.errno : EIO
         // ENOENT is routine (every shell probes for missing names).
+        context.metrics.recordError(operation, errno: errno)
         context.logger.log(
             level: errno == ENOENT ? .trace : .debug,
             "FUSE request failed",
-            metadata: ["op": "\(operation)", "errno": "\(errno)", "error": "\(error)"])
+            metadata: ["operation": "\(operation)", "errno": "\(ErrnoName.of(errno))", "error": "\(error)"])
         self.error(errno)
     }
 
@@ -236,14 +237,18 @@ func respond<Value: Sendable>(
 ) {
     let request = SendableReq(raw: req!)
     let context = BridgeContext.from(fuse_req_userdata(req))
+    let started = ContinuousClock.now
     // fuse_req_ctx is valid for the request's lifetime; copied out here.
-    let caller = fuse_req_ctx(req).map { Caller(uid: $0.pointee.uid, gid: $0.pointee.gid) }
+    let caller = fuse_req_ctx(req).map {
+        Caller(uid: $0.pointee.uid, gid: $0.pointee.gid, requestID: context.nextRequestID())
+    }
     context.requestArrived()
     context.requestStarted()
     Task.immediate {
         await Caller.$current.withValue(caller) {
             await answer(Reply(request, operation), context.filesystem, work, send)
         }
+        context.metrics.recordRequest(operation, since: started)
         context.requestFinished()
     }
 }

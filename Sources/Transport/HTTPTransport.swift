@@ -54,11 +54,14 @@ public final class HTTPTransport: Sendable {
             let reason: String
             var delivered: Int64 = 0
             let outcome: Result<HTTPResponse, TransportError>
+            let started = ContinuousClock.now
             do {
                 outcome = .success(try await performOnce(request, sink: sink))
             } catch let error as TransportError {
                 outcome = .failure(error)
             }
+            TransportMetrics.shared.recordAttempt(
+                method: request.method.rawValue, status: try? outcome.get().status, since: started)
             switch outcome {
             case .success(var response):
                 response.attempts = budget.failures + 1
@@ -82,6 +85,7 @@ public final class HTTPTransport: Sendable {
                 }
             }
             statistics.recordRetry()
+            TransportMetrics.shared.recordRetry(method: request.method.rawValue)
             // A blip is routine (debug); a request failing for a while is an
             // outage the user should hear about while it lasts.
             let level: Logger.Level = budget.elapsed >= Self.outageWarningAfter ? .warning : .debug

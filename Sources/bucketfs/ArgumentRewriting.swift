@@ -9,7 +9,7 @@ enum ArgumentRewriting {
         "endpoint", "key-file", "token-file", "cache-dir", "cache-size", "read-ahead-budget", "stat-ttl",
         "negative-ttl", "uid", "gid", "file-mode", "dir-mode", "log-level", "log-file", "connect-timeout",
         "stall-timeout", "retry-attempts", "retry-max-time", "upload-chunk-size", "upload-retry-time",
-        "recovery-retry-interval", "config", "kernel-read-ahead",
+        "recovery-retry-interval", "config", "kernel-read-ahead", "log-format", "metrics-address",
         "firebase-api-key", "firebase-email", "firebase-password-file", "firebase-refresh-token-file",
         "firebase-custom-token-file", "firebase-auth-emulator", "rename-copy-limit", "listing-stat-width",
     ]

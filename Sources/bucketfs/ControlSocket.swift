@@ -94,14 +94,7 @@ final class ControlServer: Sendable {
         let dropCaches = self.dropCaches
         await server.appendRoute("GET /status") { _ in try Self.json(status()) }
         await server.appendRoute("POST /drop-caches") { _ in try Self.json(dropCaches()) }
-        Task { [server, logger, path] in
-            do {
-                try await server.run()
-            } catch {
-                logger.error("control socket stopped", metadata: ["socket": "\(path)", "cause": "\(error)"])
-            }
-        }
-        try await server.waitUntilListening(timeout: 5)
+        try await server.startInBackground(name: "control socket \(path)", logger: logger)
         logger.debug("control socket listening", metadata: ["socket": "\(path)"])
     }
 

@@ -1,18 +1,26 @@
 import Foundation
+import FSCore
 import Logging
 
 /// Log lines to a file (or standard error), one per event, with a
-/// timestamp; opened once, appended to, never truncated.
+/// timestamp; opened once, appended to, never truncated. Text: `TIME LEVEL
+/// LABEL: MESSAGE key=value…`; JSON: one object per line with `time`,
+/// `level`, `label`, `message` and the event's metadata as fields (the
+/// request id among them while a FUSE request is served).
 struct FileLogHandler: LogHandler {
     private let sink: LogSink
+    private let format: LogFormat
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
     private let label: String
 
-    init(label: String, sink: LogSink, level: Logger.Level) {
+    init(label: String, sink: LogSink, level: Logger.Level, format: LogFormat, metadataProvider: Logger.MetadataProvider?) {
         self.label = label
         self.sink = sink
         self.logLevel = level
+        self.format = format
+        self.metadataProvider = metadataProvider
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -21,10 +29,33 @@ struct FileLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
-        let details = merged.isEmpty ? "" : " " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        var merged = metadataProvider?.get() ?? [:]
+        merged.merge(metadata) { _, new in new }
+        merged.merge(event.metadata ?? [:]) { _, new in new }
         let stamp = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
-        sink.write("\(stamp) \(event.level) \(label): \(event.message)\(details)\n")
+        switch format {
+        case .text:
+            let details = merged.isEmpty ? "" : " " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            sink.write("\(stamp) \(event.level) \(label): \(event.message)\(details)\n")
+        case .json:
+            var object: [String: Any] = [:]
+            for (key, value) in merged { object[key] = Self.json(value) }
+            object["time"] = stamp
+            object["level"] = "\(event.level)"
+            object["label"] = label
+            object["message"] = "\(event.message)"
+            guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+            sink.write(String(decoding: data, as: UTF8.self) + "\n")
+        }
+    }
+
+    private static func json(_ value: Logger.Metadata.Value) -> Any {
+        switch value {
+        case .string(let text): return text
+        case .stringConvertible(let value): return value.description
+        case .array(let values): return values.map(json)
+        case .dictionary(let values): return values.mapValues(json)
+        }
     }
 }
 
@@ -50,10 +81,17 @@ final class LogSink: Sendable {
 }
 
 enum LogSetup {
-    /// Routes every Logger of the process to `path` (or stderr) at `level`.
-    static func bootstrap(level: Logger.Level, path: String?) throws {
+    /// Routes every Logger of the process to `path` (or stderr) at `level`,
+    /// adding the id of the FUSE request being served to every line.
+    static func bootstrap(level: Logger.Level, path: String?, format: LogFormat = .text) throws {
         let sink = try LogSink(path: path)
-        LoggingSystem.bootstrap { label in FileLogHandler(label: label, sink: sink, level: level) }
+        let requestID = Logger.MetadataProvider {
+            guard let id = Caller.current?.requestID, id != 0 else { return [:] }
+            return ["request": "\(id)"]
+        }
+        LoggingSystem.bootstrap({ label, provider in
+            FileLogHandler(label: label, sink: sink, level: level, format: format, metadataProvider: provider)
+        }, metadataProvider: requestID)
     }
 }
 

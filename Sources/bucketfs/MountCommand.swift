@@ -62,7 +62,7 @@ struct MountCommand: AsyncParsableCommand {
             try Daemon.spawnForegroundChild(logFile: process.logFile)
             return
         }
-        try LogSetup.bootstrap(level: process.logLevel, path: process.logFile)
+        try LogSetup.bootstrap(level: process.logLevel, path: process.logFile, format: process.logFormat)
         let logger = Logger(label: "bucketfs")
         let transport = HTTPTransport(configuration: process.transportConfiguration, logger: Logger(label: "bucketfs.transport"))
         var configuration = try storageOptions.configuration(transport: transport)
@@ -71,6 +71,8 @@ struct MountCommand: AsyncParsableCommand {
         let storage = Storage(bucket: target.bucket, configuration: configuration)
         try await Preflight.check(storage: storage, prefix: target.prefix, endpoint: configuration.endpoint, logger: logger)
 
+        // Before the layers make their metric objects.
+        let metrics = try process.metricsAddress.map { try MetricsEndpoint(address: try MetricsEndpoint.Address($0)) }
         var options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket)
         options.streamChunkSize = configuration.uploadChunkSize
         let store = StorageKitObjectStore(storage: storage)
@@ -83,6 +85,7 @@ struct MountCommand: AsyncParsableCommand {
         let fs = FileSystem(
             store: store, options: options, logger: Logger(label: "bucketfs.fs"),
             descriptors: ProcDescriptorProbe(mountpoint: mountpoint))
+        try await metrics?.start(filesystem: fs, logger: logger)
         if filesystem.retryPending, fs.retryRecoveryEntriesInBackground() > 0 {
             logger.notice("pending files that could not be uploaded yet are retried in the background while mounted")
         }
@@ -92,7 +95,9 @@ struct MountCommand: AsyncParsableCommand {
         try await MountRunner(
             filesystem: fs, description: description, mountpoint: mountpoint,
             fuseOptions: filesystem.fuseOptions(bucketURL: target.description),
-            debug: process.logLevel == .trace, readyFD: process.readyFD, logger: logger,
+            // libfuse's own request trace (-d) is plain text on stderr: only
+            // with the text format.
+            debug: process.logLevel == .trace && process.logFormat == .text, readyFD: process.readyFD, logger: logger,
             kernelReadAheadKiB: filesystem.kernelReadAheadKiB > 0 ? filesystem.kernelReadAheadKiB : nil
         ).run()
     }

@@ -128,6 +128,12 @@ struct ProcessFlags: ParsableArguments {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
+    @Option(name: .customLong("log-format"), help: "text (one line per event) or json (one object per line: time, level, label, message, and the event's fields: operation, path, errno, request id…).")
+    var logFormat: LogFormat = .text
+
+    @Option(name: .customLong("metrics-address"), help: "Serve Prometheus metrics on http://HOST:PORT/metrics (e.g. 127.0.0.1:9464; [::1]:9464 for IPv6). Off by default.")
+    var metricsAddress: String?
+
     @Option(name: .customLong("log-file"), help: "Append log lines to this file (default: standard error; nowhere once in the background).")
     var logFile: String?
 
@@ -154,6 +160,13 @@ struct ProcessFlags: ParsableArguments {
 
     func validate() throws {
         guard (1...1024).contains(uploadChunkMiB) else { throw ValidationError("--upload-chunk-size must be 1 to 1024 MiB") }
+        if let metricsAddress {
+            do {
+                _ = try MetricsEndpoint.Address(metricsAddress)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+        }
     }
 
     var transportConfiguration: TransportConfiguration {
@@ -167,3 +180,7 @@ struct ProcessFlags: ParsableArguments {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+enum LogFormat: String, ExpressibleByArgument, Sendable {
+    case text, json
+}

@@ -503,7 +503,7 @@ final class Mount: @unchecked Sendable {
     /// Anonymous unless `options` sign in to Firebase (`--firebase-…`, or
     /// `-o firebase_…` as fstab gives it).
     func arguments(endpoint: String, bucket: String, prefix: String, options: [String]) -> [String] {
-        let credentials = options.contains { $0.hasPrefix("--firebase-") || $0.hasPrefix("firebase_") } ? [] : ["--anonymous"]
+        let credentials = options.contains { $0.hasPrefix("--firebase-") || $0.hasPrefix("firebase_") || $0 == "--token-file" || $0 == "--key-file" } ? [] : ["--anonymous"]
         return ["mount", "--endpoint", endpoint] + credentials + ["gs://\(bucket)/\(prefix)", path,
          "--cache-dir", cacheDir, "--log-file", logFile, "--log-level", "debug"] + options
     }

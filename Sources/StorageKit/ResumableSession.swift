@@ -50,6 +50,15 @@ final class ResumableSession: Sendable {
 
     var isStarted: Bool { state.withLock { $0.uri != nil } }
 
+    /// The session's URI once started: what another run needs to resume it.
+    var uri: String? { state.withLock { $0.uri } }
+
+    /// Takes over a session an earlier run started and saved the URI of;
+    /// the next `queryStatus` learns how much of it the server holds.
+    func resume(uri: String, resource: UploadResource, ifGenerationMatch: Int64?) {
+        state.withLock { $0 = State(uri: uri, acknowledged: 0, ifGenerationMatch: ifGenerationMatch, resource: resource) }
+    }
+
     /// Starts the session. `declaredLength` is the total when it is known,
     /// nil for a streaming upload. A failing `ifGenerationMatch` fails here
     /// already (`preconditionFailed`).

@@ -29,10 +29,22 @@ extension StorageReference {
         return fileURL
     }
 
+    /// `write(toFile:)`, calling `onProgress` with the bytes written so far
+    /// as they arrive (on the transport's thread; keep it short).
+    /// Cancelling the calling task stops the download and removes the file.
+    @discardableResult
+    public func write(toFile fileURL: URL, onProgress: @escaping @Sendable (Int64) -> Void) async throws -> URL {
+        try await download(toFile: fileURL.path, generation: nil, expecting: nil, onProgress: onProgress)
+        return fileURL
+    }
+
     /// The whole object (of `generation`, verified against `expecting`
     /// when given) into the file at `path`, created or replaced; removed
     /// again if the download fails.
-    func download(toFile path: String, generation: Int64?, expecting: ObjectHashes?) async throws {
+    func download(
+        toFile path: String, generation: Int64?, expecting: ObjectHashes?, onProgress: (@Sendable (Int64) -> Void)? = nil
+    ) async throws {
+        let written = Atomic<Int64>(0)
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw StorageError.invalidArgument("cannot create \(path): \(String(cString: strerror(errno)))")
@@ -50,6 +62,7 @@ extension StorageReference {
                     }
                     done += n
                 }
+                if let onProgress { onProgress(written.add(Int64(done), ordering: .relaxed).newValue) }
             }
         } catch {
             unlink(path)

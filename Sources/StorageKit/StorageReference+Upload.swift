@@ -22,6 +22,16 @@ extension StorageReference {
     /// name's, else application/octet-stream).
     @discardableResult
     public func putFile(from fileURL: URL, metadata: StorageMetadata? = nil, ifGenerationMatch: Int64? = nil) -> StorageUploadTask {
+        putFile(from: fileURL, metadata: metadata, ifGenerationMatch: ifGenerationMatch, resumingSession: nil)
+    }
+
+    /// `putFile`, going on with the resumable session `resumingSession`
+    /// (a `StorageUploadTask.resumableSessionURI` saved by an earlier,
+    /// interrupted upload of the same file): the server is asked how much it
+    /// holds and only the rest is sent. The file must not have changed.
+    public func putFile(
+        from fileURL: URL, metadata: StorageMetadata?, ifGenerationMatch: Int64?, resumingSession: String?
+    ) -> StorageUploadTask {
         let size: Int64
         do {
             size = try Self.regularFileSize(fileURL.path)
@@ -30,7 +40,7 @@ extension StorageReference {
         }
         return makeTask(
             source: .file(path: fileURL.path), size: size, metadata: metadata, nameForType: typeName(forFile: fileURL.path),
-            ifGenerationMatch: ifGenerationMatch)
+            ifGenerationMatch: ifGenerationMatch, resumingSession: resumingSession)
     }
 
     /// Uploads `data` and returns the stored object's metadata.
@@ -61,7 +71,8 @@ extension StorageReference {
     }
 
     private func makeTask(
-        source: UploadSource, size: Int64, metadata: StorageMetadata?, nameForType: String, ifGenerationMatch: Int64?
+        source: UploadSource, size: Int64, metadata: StorageMetadata?, nameForType: String, ifGenerationMatch: Int64?,
+        resumingSession: String? = nil
     ) -> StorageUploadTask {
         do {
             try path.validateForObject()
@@ -70,7 +81,7 @@ extension StorageReference {
         }
         let uploader = Uploader(
             reference: self, source: source, size: size, metadata: uploadMetadata(metadata, nameForType: nameForType),
-            ifGenerationMatch: ifGenerationMatch)
+            ifGenerationMatch: ifGenerationMatch, resumingSession: resumingSession)
         let task = StorageUploadTask(reference: self, uploader: uploader)
         task.start()
         return task

@@ -43,6 +43,12 @@ public final class StorageUploadTask: Sendable {
         self.uploader = uploader
     }
 
+    /// The URI of the upload's resumable session once it has started (nil
+    /// for uploads small enough for one multipart request). Saved when an
+    /// upload is paused, it lets another process go on with
+    /// `StorageReference.putFile(from:metadata:ifGenerationMatch:resumingSession:)`.
+    public var resumableSessionURI: String? { uploader.sessionURI }
+
     /// Starts the upload; called once by `putData`/`putFile`.
     func start() {
         launchWorker()

@@ -71,7 +71,13 @@ final class Uploader: Sendable {
     private let session: ResumableSession
     private let multipartDone = Atomic<Bool>(false)
 
-    init(reference: StorageReference, source: UploadSource, size: Int64, metadata: StorageMetadata, ifGenerationMatch: Int64?) {
+    /// `resumingSession`: the URI of a resumable session an interrupted run
+    /// of the same upload started; the upload goes on from what the server
+    /// holds of it.
+    init(
+        reference: StorageReference, source: UploadSource, size: Int64, metadata: StorageMetadata, ifGenerationMatch: Int64?,
+        resumingSession: String? = nil
+    ) {
         self.reference = reference
         self.source = source
         self.total = size
@@ -81,7 +87,13 @@ final class Uploader: Sendable {
         self.customMetadata = metadata.customMetadata ?? [:]
         self.useResumable = size > api.configuration.multipartThreshold
         self.session = ResumableSession(reference: reference, source: source)
+        if let resumingSession, useResumable {
+            session.resume(uri: resumingSession, resource: resource, ifGenerationMatch: ifGenerationMatch)
+        }
     }
+
+    /// The resumable session's URI once it started (nil for a multipart upload).
+    var sessionURI: String? { session.uri }
 
     /// Bytes the server has acknowledged.
     var acknowledged: Int64 { multipartDone.load(ordering: .acquiring) ? total : session.acknowledged }

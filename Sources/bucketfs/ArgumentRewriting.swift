@@ -2,7 +2,7 @@
 /// mount.fuse3 runs `bucketfs BUCKET MOUNTPOINT -o opts` (no subcommand),
 /// and bucketfs's own options may hide inside -o as name=value.
 enum ArgumentRewriting {
-    static let subcommands: Set<String> = ["mount", "unmount", "ls", "put", "get", "status", "help", "-h", "--help", "--version"]
+    static let subcommands: Set<String> = ["mount", "unmount", "ls", "put", "get", "cp", "status", "help", "-h", "--help", "--version"]
 
     /// Long options of `mount` that take a value, and the flags.
     static let valueOptions: Set<String> = [

@@ -5,7 +5,7 @@ struct BucketFS: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bucketfs",
         abstract: "Mount a Cloud Storage bucket as a filesystem.",
-        subcommands: [MountCommand.self, UnmountCommand.self, ListCommand.self, PutCommand.self, GetCommand.self, StatusCommand.self]
+        subcommands: [MountCommand.self, UnmountCommand.self, ListCommand.self, PutCommand.self, GetCommand.self, CopyCommand.self, StatusCommand.self]
     )
 }
 

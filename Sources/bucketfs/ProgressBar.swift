@@ -58,7 +58,7 @@ final class ProgressBar: Sendable {
         let seconds = max(elapsed.seconds, 0.001)
         let rate = Double(done) / seconds
         let percent = total > 0 ? Int(Double(done) * 100 / Double(total)) : 100
-        let eta = rate > 0 && done < total ? Self.clock(Double(total - done) / rate) : "0:00"
+        let eta = done >= total ? "0:00" : rate > 0 ? Self.clock(Double(total - done) / rate) : "--:--"
         let left = "\(StatusText.bytes(done)) / \(StatusText.bytes(total))"
         return left.padding(toLength: max(left.count, 22), withPad: " ", startingAt: 0)
             + "  \(String(percent).leftPadded(3))%  \(StatusText.bytes(Int64(rate)))/s  ETA \(eta)   "

@@ -98,6 +98,32 @@ extension MountTests {
             #expect(scrape.value("bucketfs_block_cache_bytes") >= Double(1 << 20))
         }
 
+        @Test("retries and the recovery folder show in the metrics: a 503 retried, a lost conflict's bytes counted")
+        func retriesAndRecovery() async throws {
+            let bucket = "mounttests"
+            let proxy = try await FaultProxy(upstream: try MountEnv.fake(), bucket: bucket)
+            defer { proxy.stop() }
+            let prefix = MountEnv.uniquePrefix("metricsrecovery")
+            try await proxy.gcs.put("\(prefix)/shared.txt", Data("original\n".utf8))
+            let port = try freePort()
+            let mount = try await Mount.start(
+                endpoint: proxy.endpoint, bucket: bucket, prefix: prefix,
+                options: ["--metrics-address", "127.0.0.1:\(port)", "--recovery-retry-interval", "0"])
+            defer { mount.cleanup() }
+            try await proxy.fault([["method": "GET", "path_contains": "shared.txt", "status": 503, "count": 1]])
+            // The lookup's GET is answered 503 once and retried.
+            let fd = open(mount.at("shared.txt"), O_WRONLY | O_CLOEXEC)
+            #expect(fd >= 0, "open: errno \(errno)\nlog:\n\(mount.logTail())")
+            #expect(Posix.writeAll(fd, Data("mine\n".utf8)) == nil)
+            try await proxy.gcs.put("\(prefix)/shared.txt", Data("theirs\n".utf8))
+            #expect(close(fd) == -1 && errno == ESTALE)
+            let scrape = try await Self.scrape(port)
+            #expect(scrape.value("bucketfs_http_retries_total", [#"method="GET""#]) >= 1, "\(scrape.text)")
+            #expect(scrape.value("bucketfs_http_request_duration_seconds_count", [#"method="GET""#, #"status="503""#]) >= 1)
+            #expect(scrape.value("bucketfs_recovery_entries") == 1)
+            #expect(scrape.value("bucketfs_fuse_errors_total", [#"operation="flush""#, #"errno="ESTALE""#]) >= 1, "\(scrape.text)")
+        }
+
         @Test("without --metrics-address the mount listens on no TCP port")
         func noListenerByDefault() async throws {
             let mount = try await Mount.start(endpoint: try MountEnv.emulator(), prefix: MountEnv.uniquePrefix("nometrics"))

@@ -26,13 +26,17 @@ extension FileSystem {
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
         if writing { try refuseIfReadOnly("open for writing of \(file.path)") }
 
-        if let staged = state.withLock({ $0.staged[inode] }) {
-            return try await attach(inode, staged, writable: writing, truncate: flags & O_TRUNC != 0)
+        if let staged = state.withLock({ $0.staged[inode] }),
+           let reply = try await attach(inode, staged, fresh: false, writable: writing, truncate: flags & O_TRUNC != 0) {
+            return reply
         }
         let info = try await currentInfo(file.path)
         if writing {
             let staged = try makeStagedFile(path: file.path, base: info, truncated: flags & O_TRUNC != 0)
-            return try await attach(inode, staged, writable: true, truncate: flags & O_TRUNC != 0)
+            guard let reply = try await attach(inode, staged, fresh: true, writable: true, truncate: flags & O_TRUNC != 0) else {
+                throw FSError(EIO, "open of \(file.path): a new staged file was refused")
+            }
+            return reply
         }
         let reader = makeReader(file.path, info)
         return try state.withLock { s throws(FSError) in
@@ -66,18 +70,36 @@ extension FileSystem {
                    readAhead: readAhead, logger: logger)
     }
 
-    /// A handle on `staged` (registered for `inode` unless another open
-    /// registered one first, which then wins), truncated if asked.
-    private func attach(_ inode: UInt64, _ candidate: StagedFile, writable: Bool, truncate: Bool) async throws(FSError) -> OpenReply {
-        let (reply, staged) = try state.withLock { s throws(FSError) -> (OpenReply, StagedFile) in
+    /// A handle on the staged file registered for `inode`, else on
+    /// `candidate` (then registered), truncated if asked.
+    ///
+    /// `fresh`: `candidate` was just made for this open, and is discarded
+    /// if another open registered one first. Otherwise it is the one this
+    /// open found registered a moment ago; if the last release of its
+    /// handles retired it meanwhile (local copy deleted, descriptor
+    /// closed), nothing is attached and nil says so: the caller opens
+    /// afresh. Re-registering a retired staged file would write through a
+    /// closed descriptor whose number another file may have by then, and
+    /// discarding it again would close that other file.
+    private func attach(
+        _ inode: UInt64, _ candidate: StagedFile, fresh: Bool, writable: Bool, truncate: Bool
+    ) async throws(FSError) -> OpenReply? {
+        let attached = try state.withLock { s throws(FSError) -> (OpenReply, StagedFile)? in
             guard s.inodes[inode] != nil else { throw FSError(ENOENT, "inode \(inode) forgotten during open") }
-            let staged = s.staged[inode] ?? candidate
+            let staged: StagedFile
+            if let registered = s.staged[inode] {
+                staged = registered
+            } else {
+                guard fresh || !candidate.state.withLock({ $0.retired }) else { return nil }
+                staged = candidate
+            }
             s.staged[inode] = staged
             staged.state.withLock { $0.handles += 1 }
             // The kernel's cached pages may predate writes: drop them.
             return (newHandle(OpenFile(inode: inode, reader: nil, writable: writable), &s, keepCache: false), staged)
         }
-        if staged !== candidate { discard(candidate) }
+        guard let (reply, staged) = attached else { return nil }
+        if fresh, staged !== candidate { discard(candidate) }
         if truncate {
             do {
                 try await staged.truncate(to: 0, now: Timestamp(Date()))

@@ -51,14 +51,13 @@ extension FileSystem {
         let (pending, caches) = state.withLock { s -> ([FileSystemStatus.PendingUpload], FileSystemStatus.Caches) in
             var pending: [FileSystemStatus.PendingUpload] = []
             for (inode, staged) in s.staged {
+                let path = "/" + (s.inodes[inode]?.path ?? "?")
                 let upload = staged.state.withLock { f -> FileSystemStatus.PendingUpload? in
                     guard f.dirty, !f.unlinked else { return nil }
                     let state = f.upload != nil ? "uploading" : (f.failedVersion == f.version ? "failed" : "writing")
-                    return FileSystemStatus.PendingUpload(path: "", size: f.size, state: state, openHandles: f.handles)
+                    return FileSystemStatus.PendingUpload(path: path, size: f.size, state: state, openHandles: f.handles)
                 }
-                guard var upload else { continue }
-                upload.path = "/" + (s.inodes[inode]?.path ?? "?")
-                pending.append(upload)
+                if let upload { pending.append(upload) }
             }
             let caches = FileSystemStatus.Caches(
                 blockCacheBytes: blockCache?.usedBytes ?? 0, blockCacheCapacityBytes: blockCache?.capacity ?? 0,

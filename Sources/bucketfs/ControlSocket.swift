@@ -18,9 +18,14 @@ enum ControlSocketPath {
     }
 
     static func socket(forMountpoint mountpoint: String) -> String {
-        let digest = SHA256.hash(data: Data(MountWatch.absolute(mountpoint).utf8))
-        return directory() + "/" + digest.prefix(12).map { String(format: "%02x", $0) }.joined() + ".sock"
+        directory() + "/" + hashedName(MountWatch.absolute(mountpoint), bytes: 12) + ".sock"
     }
+}
+
+/// A file name derived from `text`: the first `bytes` bytes of its SHA-256
+/// in hex (for names that must be short, fixed and free of `/`).
+func hashedName(_ text: String, bytes: Int) -> String {
+    SHA256.hash(data: Data(text.utf8)).prefix(bytes).map { String(format: "%02x", $0) }.joined()
 }
 
 /// What `GET /status` answers: the mount as a whole, then the core's view.

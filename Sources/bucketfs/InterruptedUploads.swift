@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// Resumable uploads that Ctrl-C interrupted, so the next identical `cp`
@@ -27,8 +26,7 @@ struct InterruptedUploads {
     }
 
     func path(bucket: String, object: String, file: String) -> String {
-        let digest = SHA256.hash(data: Data("\(bucket)\n\(object)\n\(file)".utf8))
-        return directory + "/" + digest.prefix(16).map { String(format: "%02x", $0) }.joined() + ".json"
+        directory + "/" + hashedName("\(bucket)\n\(object)\n\(file)", bytes: 16) + ".json"
     }
 
     func load(bucket: String, object: String, file: String) -> Entry? {

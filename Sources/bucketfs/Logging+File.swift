@@ -117,6 +117,12 @@ enum CLIError: Error, CustomStringConvertible {
 /// Writes to standard error without going through the (main-actor
 /// isolated) `stderr` global.
 func eprint(_ message: String) {
-    var line = Array((message + "\n").utf8)
-    _ = line.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+    writeStandardError(message + "\n")
+}
+
+/// `text` to standard error as it is, in one write (the progress line
+/// redraws itself with `\r` and no newline).
+func writeStandardError(_ text: String) {
+    var bytes = Array(text.utf8)
+    _ = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
 }

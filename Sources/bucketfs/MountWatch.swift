@@ -104,17 +104,40 @@ final class MountWatch: @unchecked Sendable {
         }
     }
 
-    /// The `major:minor` of the bucketfs mount on `mountpoint`, if mounted.
+    /// The `major:minor` of the FUSE mount on `mountpoint`, if mounted.
     static func mountEntry(at mountpoint: String) -> String? {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
-        for line in table.split(separator: "\n") {
+        MountTable.entries().first { $0.mountpoint == mountpoint && $0.type.hasPrefix("fuse") }?.device
+    }
+
+    static func absolute(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}
+
+/// This process's view of the mounts, from /proc/self/mountinfo.
+enum MountTable {
+    struct Entry {
+        /// `major:minor` of the mounted filesystem.
+        let device: String
+        let mountpoint: String
+        /// `fuse.bucketfs` for ours.
+        let type: String
+    }
+
+    static func entries() -> [Entry] {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
+        return table.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ")
-            guard fields.count > 4, unescape(fields[4]) == mountpoint,
-                  let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count,
-                  fields[dash + 1].hasPrefix("fuse") else { continue }
-            return String(fields[2])
+            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { return nil }
+            return Entry(device: String(fields[2]), mountpoint: unescape(fields[4]), type: String(fields[dash + 1]))
         }
-        return nil
+    }
+
+    /// Mountpoints of the bucketfs mounts.
+    static func bucketfsMountpoints() -> [String] {
+        entries().filter { $0.type == "fuse.bucketfs" }.map(\.mountpoint)
     }
 
     /// mountinfo writes space, tab, newline and backslash as \ooo.
@@ -133,11 +156,5 @@ final class MountWatch: @unchecked Sendable {
             }
         }
         return String(decoding: bytes, as: UTF8.self)
-    }
-
-    static func absolute(_ path: String) -> String {
-        guard let resolved = realpath(path, nil) else { return path }
-        defer { free(resolved) }
-        return String(cString: resolved)
     }
 }

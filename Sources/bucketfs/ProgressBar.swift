@@ -38,7 +38,7 @@ final class ProgressBar: Sendable {
             s.drawn = true
             return render(s.done, elapsed: now - started)
         }
-        if let line { write("\r" + line) }
+        if let line { writeStandardError("\r" + line) }
     }
 
     /// Draws the final state and ends the line (nothing when disabled or
@@ -51,7 +51,7 @@ final class ProgressBar: Sendable {
             if let done { s.done = max(s.done, done) } else if !s.drawn { return nil }
             return render(s.done, elapsed: ContinuousClock.now - started)
         }
-        if let line { write("\r" + line + "\n") }
+        if let line { writeStandardError("\r" + line + "\n") }
     }
 
     func render(_ done: Int64, elapsed: Duration) -> String {
@@ -67,11 +67,6 @@ final class ProgressBar: Sendable {
     static func clock(_ seconds: Double) -> String {
         let s = Int(seconds.rounded(.up))
         return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%d:%02d", s / 60, s % 60)
-    }
-
-    private func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        _ = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress, $0.count) }
     }
 }
 

@@ -66,19 +66,6 @@ struct StatusCommand: AsyncParsableCommand {
     }
 }
 
-/// bucketfs mounts from /proc/self/mountinfo (filesystem type fuse.bucketfs).
-enum MountTable {
-    static func bucketfsMountpoints() -> [String] {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
-        return table.split(separator: "\n").compactMap { line in
-            let fields = line.split(separator: " ")
-            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count,
-                  fields[dash + 1] == "fuse.bucketfs" else { return nil }
-            return MountWatch.unescape(fields[4])
-        }
-    }
-}
-
 /// The human-readable form of a status report.
 enum StatusText {
     static func render(_ r: MountStatusReport) -> String {

@@ -123,11 +123,17 @@ public struct RecoveryFolder: Sendable {
     /// upload of the same object replaced it meanwhile. The bytes are read
     /// from a hard link taken first, so a replacement written while the
     /// upload runs can neither be mixed into it nor be removed by it.
-    public func upload(_ path: String, _ entry: Entry, store: any ObjectStore) async throws(StoreError) -> ObjectInfo {
+    ///
+    /// `whenUploaded` runs after the upload and before the entry is removed,
+    /// so whoever sees the entry gone also sees what it did.
+    public func upload(
+        _ path: String, _ entry: Entry, store: any ObjectStore, whenUploaded: (ObjectInfo) -> Void = { _ in }
+    ) async throws(StoreError) -> ObjectInfo {
         let snapshot = root + "/.uploading-\(getpid())-\(UUID().uuidString.prefix(8))"
         let source = link(path, snapshot) == 0 ? snapshot : path
         defer { if source == snapshot { unlink(snapshot) } }
         let info = try await store.put(entry.object, from: source, options: entry.putOptions)
+        whenUploaded(info)
         let sidecar = self.path(for: entry.object) + Self.sidecarSuffix
         if let current = Self.read(sidecar), current.savedAt == entry.savedAt, current.size == entry.size {
             remove(objectName: entry.object)

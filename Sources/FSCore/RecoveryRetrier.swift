@@ -103,10 +103,13 @@ final class RecoveryRetrier: Sendable {
         let (isBeingWritten, uploaded) = state.withLock { ($0.isBeingWritten, $0.uploaded) }
         for (path, entry) in pending where entry.retryStopped == nil && !isBeingWritten(entry.object) {
             do throws(StoreError) {
-                let info = try await folder.upload(path, entry, store: store)
-                untrack(entry.object)
+                // Untracked and reported before the entry is removed: no
+                // one sees the entry gone while it still shows as retried.
+                _ = try await folder.upload(path, entry, store: store) { info in
+                    untrack(entry.object)
+                    uploaded(entry.object, info)
+                }
                 progress = true
-                uploaded(entry.object, info)
                 logger.notice("recovered in the background: a file kept in the recovery folder is uploaded", metadata: [
                     "object": "\(entry.object)", "size": "\(entry.size)", "from": "\(path)",
                 ])

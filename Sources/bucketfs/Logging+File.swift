@@ -32,7 +32,8 @@ struct FileLogHandler: LogHandler {
         var merged = metadataProvider?.get() ?? [:]
         merged.merge(metadata) { _, new in new }
         merged.merge(event.metadata ?? [:]) { _, new in new }
-        let stamp = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+        // UTC, with its zone ("Z"), so a reader never has to guess.
+        let stamp = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
         switch format {
         case .text:
             let details = merged.isEmpty ? "" : " " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")

@@ -192,6 +192,10 @@ extension MountTests {
                 objects.append(object)
             }
             #expect(objects.allSatisfy { $0["time"] is String && $0["level"] is String && $0["label"] is String && $0["message"] is String })
+            // An ISO 8601 instant in UTC, zone included, within this test's run.
+            let times = objects.compactMap { ($0["time"] as? String).flatMap { try? Date($0, strategy: .iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)) } }
+            #expect(times.count == objects.count, "times without a zone: \(objects.prefix(2).map { $0["time"] ?? "none" })")
+            #expect(times.allSatisfy { abs($0.timeIntervalSinceNow) < 600 })
             #expect(!log.contains(token), "the token appears in the log")
             #expect(!log.localizedCaseInsensitiveContains("authorization: bearer"))
             let failed = objects.filter { $0["message"] as? String == "FUSE request failed" && $0["errno"] as? String == "ENOENT" }

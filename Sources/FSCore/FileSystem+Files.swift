@@ -81,7 +81,7 @@ extension FileSystem {
     /// afresh. Re-registering a retired staged file would write through a
     /// closed descriptor whose number another file may have by then, and
     /// discarding it again would close that other file.
-    private func attach(
+    func attach(
         _ inode: UInt64, _ candidate: StagedFile, fresh: Bool, writable: Bool, truncate: Bool
     ) async throws(FSError) -> OpenReply? {
         let attached = try state.withLock { s throws(FSError) -> (OpenReply, StagedFile)? in

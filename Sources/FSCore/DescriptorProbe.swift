@@ -87,28 +87,3 @@ public final class ProcDescriptorProbe: DescriptorProbe {
         return info.inode.isEmpty ? nil : info
     }
 }
-
-/// This process's view of the mounts (/proc/self/mountinfo).
-public enum MountTable {
-    public struct Entry: Sendable, Equatable {
-        /// The mount ID (field 1), as fdinfo's `mnt_id` names it.
-        public var id: String
-        /// "MAJOR:MINOR" (field 3), as /sys/class/bdi names the mount's device.
-        public var device: String
-    }
-
-    /// The topmost mount at `mountpoint` (an absolute path without
-    /// symbolic links), if any.
-    public static func entry(mountpoint: String) -> Entry? {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
-        var found: Entry?
-        for line in table.split(separator: "\n") {
-            let fields = line.split(separator: " ", maxSplits: 5)
-            // mountinfo escapes spaces in paths as \040.
-            if fields.count > 4, fields[4].replacingOccurrences(of: "\\040", with: " ") == mountpoint {
-                found = Entry(id: String(fields[0]), device: String(fields[2]))
-            }
-        }
-        return found
-    }
-}

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import FSCore
 import FuseBridge
 import Logging
 
@@ -116,45 +117,9 @@ final class MountWatch: @unchecked Sendable {
     }
 }
 
-/// This process's view of the mounts, from /proc/self/mountinfo.
-enum MountTable {
-    struct Entry {
-        /// `major:minor` of the mounted filesystem.
-        let device: String
-        let mountpoint: String
-        /// `fuse.bucketfs` for ours.
-        let type: String
-    }
-
-    static func entries() -> [Entry] {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
-        return table.split(separator: "\n").compactMap { line in
-            let fields = line.split(separator: " ")
-            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { return nil }
-            return Entry(device: String(fields[2]), mountpoint: unescape(fields[4]), type: String(fields[dash + 1]))
-        }
-    }
-
+extension MountTable {
     /// Mountpoints of the bucketfs mounts.
     static func bucketfsMountpoints() -> [String] {
         entries().filter { $0.type == "fuse.bucketfs" }.map(\.mountpoint)
-    }
-
-    /// mountinfo writes space, tab, newline and backslash as \ooo.
-    static func unescape(_ field: Substring) -> String {
-        var bytes: [UInt8] = []
-        var i = field.utf8.startIndex
-        let utf8 = field.utf8
-        while i < utf8.endIndex {
-            if utf8[i] == UInt8(ascii: "\\"), let end = utf8.index(i, offsetBy: 4, limitedBy: utf8.endIndex),
-               let value = UInt8(String(decoding: utf8[utf8.index(after: i)..<end], as: UTF8.self), radix: 8) {
-                bytes.append(value)
-                i = end
-            } else {
-                bytes.append(utf8[i])
-                i = utf8.index(after: i)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

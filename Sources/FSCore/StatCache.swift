@@ -1,3 +1,5 @@
+import DequeModule
+
 /// What is known about each path, and until when.
 ///
 /// Filled by listings (every item carries full metadata, so readdirplus
@@ -5,7 +7,9 @@
 /// probes and by stats. Entries are trusted for `ttl` (positive) or
 /// `negativeTTL` (absent). A TTL of zero disables caching of that kind.
 /// Bounded by `capacity` names: expired entries go first, then the ones
-/// closest to expiry.
+/// closest to expiry. Finding those costs O(1) per eviction (a walk of
+/// millions of names evicts all the time): each TTL class keeps its paths
+/// in order of insertion, which within a class is the order of expiry.
 struct StatCache: Sendable {
     enum Node: Sendable, Equatable {
         case file(ObjectInfo)
@@ -17,12 +21,27 @@ struct StatCache: Sendable {
     private struct Entry: Sendable {
         var node: Node
         var expiry: Duration
+        /// Which insertion made it (matches its `Record`).
+        var stamp: UInt64
+    }
+
+    /// One insertion, in its class's queue. Stale once its path was
+    /// inserted again or removed (the entry's stamp differs); stale records
+    /// are skipped, and dropped when they outnumber the live ones.
+    private struct Record: Sendable {
+        let path: String
+        let stamp: UInt64
+        let expiry: Duration
     }
 
     let ttl: Duration
     let negativeTTL: Duration
     let capacity: Int
     private var entries: [String: Entry] = [:]
+    /// Present and absent entries have a TTL each: one queue per TTL.
+    private var presentOrder = Deque<Record>()
+    private var absentOrder = Deque<Record>()
+    private var lastStamp: UInt64 = 0
 
     init(ttl: Duration, negativeTTL: Duration, capacity: Int) {
         self.ttl = ttl
@@ -31,6 +50,10 @@ struct StatCache: Sendable {
     }
 
     var count: Int { entries.count }
+
+    /// Records in the eviction queues, stale ones included (bounded by
+    /// about twice `count`).
+    var queuedRecords: Int { presentOrder.count + absentOrder.count }
 
     /// The node for `path` if still fresh at `now`.
     func lookup(_ path: String, now: Duration) -> Node? {
@@ -50,8 +73,12 @@ struct StatCache: Sendable {
         if case .directory(nil) = node, case .directory(let known?)? = lookup(path, now: now) {
             node = .directory(placeholder: known)
         }
-        entries[path] = Entry(node: node, expiry: now + lifetime)
-        if entries.count > capacity { shrink(now: now) }
+        lastStamp += 1
+        let record = Record(path: path, stamp: lastStamp, expiry: now + lifetime)
+        entries[path] = Entry(node: node, expiry: record.expiry, stamp: record.stamp)
+        if node == .absent { absentOrder.append(record) } else { presentOrder.append(record) }
+        if entries.count > capacity { shrink() }
+        if presentOrder.count + absentOrder.count > 2 * entries.count + 1024 { dropStaleRecords() }
     }
 
     mutating func invalidate(_ path: String) {
@@ -64,6 +91,8 @@ struct StatCache: Sendable {
     mutating func removeAll() -> [String] {
         let absent = entries.compactMap { path, entry in entry.node == .absent ? path : nil }
         entries.removeAll()
+        presentOrder.removeAll()
+        absentOrder.removeAll()
         return absent
     }
 
@@ -73,12 +102,34 @@ struct StatCache: Sendable {
         entries = entries.filter { $0.key != path && !$0.key.hasPrefix(below) }
     }
 
-    private mutating func shrink(now: Duration) {
-        entries = entries.filter { now < $0.value.expiry }
+    /// Evicts down to 90% of capacity, earliest expiry first (expired
+    /// entries have the earliest), from whichever queue's live front
+    /// expires first.
+    private mutating func shrink() {
         let target = capacity * 9 / 10
-        guard entries.count > target else { return }
-        // Rare (only when the cache is full of fresh entries): O(n log n).
-        let victims = entries.sorted { $0.value.expiry < $1.value.expiry }.prefix(entries.count - target)
-        for (path, _) in victims { entries[path] = nil }
+        while entries.count > target {
+            dropStaleFronts()
+            let fromPresent: Bool
+            switch (presentOrder.first, absentOrder.first) {
+            case (let present?, let absent?): fromPresent = present.expiry <= absent.expiry
+            case (_?, nil): fromPresent = true
+            case (nil, _?): fromPresent = false
+            case (nil, nil): return
+            }
+            let victim = fromPresent ? presentOrder.removeFirst() : absentOrder.removeFirst()
+            entries[victim.path] = nil
+        }
+    }
+
+    private func isLive(_ record: Record) -> Bool { entries[record.path]?.stamp == record.stamp }
+
+    private mutating func dropStaleFronts() {
+        while let first = presentOrder.first, !isLive(first) { presentOrder.removeFirst() }
+        while let first = absentOrder.first, !isLive(first) { absentOrder.removeFirst() }
+    }
+
+    private mutating func dropStaleRecords() {
+        presentOrder = Deque(presentOrder.filter(isLive))
+        absentOrder = Deque(absentOrder.filter(isLive))
     }
 }

@@ -103,7 +103,7 @@ public struct StorageListResult: Sendable {
         guard !rest.isEmpty, !rest.contains("/") else { return false }
         // The whole name must hold no empty segment either (a listing of a
         // prefix reached through a `//` name).
-        return !name.contains("//") && !name.hasPrefix("/")
+        return !StoragePath.hasEmptySegment(name) && !name.hasPrefix("/")
     }
 }
 

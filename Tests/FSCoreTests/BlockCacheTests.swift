@@ -120,37 +120,6 @@ struct BlockCacheTests {
     }
 }
 
-@Suite("stat cache")
-struct StatCacheTests {
-    private func info(_ name: String) -> ObjectInfo {
-        ObjectInfo(name: name, size: 1, generation: 1, updated: Date(timeIntervalSince1970: 0))
-    }
-
-    @Test func entriesExpireAndAbsentUsesItsOwnTTL() {
-        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
-        cache.insert("f", .file(info("f")), now: .zero)
-        cache.insert("g", .absent, now: .zero)
-        #expect(cache.lookup("f", now: .seconds(9)) == .file(info("f")))
-        #expect(cache.lookup("g", now: .seconds(1)) == .absent)
-        #expect(cache.lookup("g", now: .seconds(2)) == nil)
-        #expect(cache.lookup("f", now: .seconds(10)) == nil)
-    }
-
-    @Test func aListingKeepsKnownPlaceholderMetadata() {
-        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
-        cache.insert("d", .directory(placeholder: info("d/")), now: .zero)
-        cache.insert("d", .directory(placeholder: nil), now: .seconds(1))
-        #expect(cache.lookup("d", now: .seconds(2)) == .directory(placeholder: info("d/")))
-    }
-
-    @Test func staysWithinCapacity() {
-        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
-        for i in 0..<1000 { cache.insert("n\(i)", .absent, now: .milliseconds(i)) }
-        #expect(cache.count <= 100)
-        #expect(cache.lookup("n999", now: .seconds(1)) == .absent, "the newest survive")
-    }
-}
-
 @Suite("block cache write queue")
 struct BlockCacheQueueTests {
     @Test func aFullQueueDropsBlocksInsteadOfGrowing() async throws {

@@ -75,11 +75,16 @@ import Testing
 
     @Test(arguments: [
         ("foo///bar", "foo/bar"), ("/foo/bar/", "foo/bar"), ("//", ""), ("", ""), ("a", "a"),
-        ("a/b/c", "a/b/c"), ("/a//b///c//", "a/b/c"), ("./..", "./.."),
+        ("a/b/c", "a/b/c"), ("/a//b///c//", "a/b/c"), ("./..", "./.."), ("é//ü/ß", "é/ü/ß"), ("a/b//", "a/b"),
     ])
     func normalisation(input: String, expected: String) {
         #expect(StoragePath(input).fullPath == expected)
         #expect(storage.reference().child(input).fullPath == expected)
+    }
+
+    @Test func emptySegmentsAreFoundAnywhere() {
+        for name in ["a//b", "//a", "a//", "é//", "x/y/z//w", "//"] { #expect(StoragePath.hasEmptySegment(name), "\(name)") }
+        for name in ["", "/", "a/b", "/a/", "é/ü", "a/b/c"] { #expect(!StoragePath.hasEmptySegment(name), "\(name)") }
     }
 
     @Test func childWithSlashesIsSeveralLevels() {

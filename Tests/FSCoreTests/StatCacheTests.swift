@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+@testable import FSCore
+
+/// The stat cache: TTLs, placeholders kept, and eviction (earliest expiry
+/// first, O(1) per name).
+@Suite("stat cache") struct StatCacheTests {
+    func info(_ name: String) -> ObjectInfo {
+        ObjectInfo(name: name, size: 1, generation: 1, updated: Date(timeIntervalSince1970: 0))
+    }
+
+    func cache(capacity: Int) -> StatCache {
+        StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: capacity)
+    }
+
+    @Test func absentNamesExpireSoonerSoTheyGoFirst() {
+        var cache = cache(capacity: 10)
+        for i in 0..<5 { cache.insert("f\(i)", .file(info("f\(i)")), now: .milliseconds(i)) }
+        for i in 0..<5 { cache.insert("gone\(i)", .absent, now: .milliseconds(10 + i)) }
+        cache.insert("f5", .file(info("f5")), now: .milliseconds(20))
+        // Over capacity: down to 9, the absent names (expiring at ~2 s)
+        // before any file (expiring at ~10 s).
+        #expect(cache.count == 9)
+        #expect(cache.lookup("gone0", now: .milliseconds(30)) == nil)
+        #expect(cache.lookup("gone1", now: .milliseconds(30)) == nil)
+        #expect(cache.lookup("gone2", now: .milliseconds(30)) == .absent)
+        for i in 0...5 { #expect(cache.lookup("f\(i)", now: .milliseconds(30)) == .file(info("f\(i)"))) }
+    }
+
+    @Test func expiredEntriesGoBeforeFreshOnes() {
+        var cache = cache(capacity: 4)
+        cache.insert("old", .file(info("old")), now: .zero)
+        for i in 0..<4 { cache.insert("new\(i)", .absent, now: .seconds(11) + .milliseconds(i)) }
+        #expect(cache.count == 3)
+        #expect(cache.lookup("new0", now: .seconds(12)) == nil, "the earliest of the fresh ones goes too (down to 90%)")
+        for i in 1..<4 { #expect(cache.lookup("new\(i)", now: .seconds(12)) == .absent) }
+    }
+
+    @Test func insertingAgainRenewsAName() {
+        var cache = cache(capacity: 10)
+        for i in 0..<10 { cache.insert("n\(i)", .file(info("n\(i)")), now: .milliseconds(i)) }
+        cache.insert("n0", .file(info("n0")), now: .milliseconds(10))
+        cache.insert("n10", .file(info("n10")), now: .milliseconds(11))
+        #expect(cache.count == 9)
+        #expect(cache.lookup("n0", now: .milliseconds(20)) != nil, "renewed, so no longer the oldest")
+        #expect(cache.lookup("n1", now: .milliseconds(20)) == nil)
+        #expect(cache.lookup("n2", now: .milliseconds(20)) == nil)
+        #expect(cache.lookup("n3", now: .milliseconds(20)) != nil)
+    }
+
+    @Test func aNameRemovedIsNotEvictedInPlaceOfAnother() {
+        var cache = cache(capacity: 10)
+        for i in 0..<10 { cache.insert("n\(i)", .file(info("n\(i)")), now: .milliseconds(i)) }
+        cache.invalidate("n0")
+        cache.insert("n10", .file(info("n10")), now: .milliseconds(10))
+        #expect(cache.count == 10, "a removal made room")
+        cache.insert("n11", .file(info("n11")), now: .milliseconds(11))
+        #expect(cache.count == 9)
+        #expect(cache.lookup("n1", now: .milliseconds(20)) == nil)
+        #expect(cache.lookup("n2", now: .milliseconds(20)) == nil)
+        #expect(cache.lookup("n3", now: .milliseconds(20)) != nil)
+    }
+
+    @Test func renewingOneNameForeverKeepsTheQueuesBounded() {
+        var cache = cache(capacity: 1000)
+        for i in 0..<100_000 { cache.insert("hot", .file(info("hot")), now: .microseconds(i)) }
+        #expect(cache.count == 1)
+        #expect(cache.queuedRecords <= 2 * cache.count + 1025)
+    }
+
+    @Test func twoHundredThousandNamesThroughACacheOfTenThousand() {
+        var cache = cache(capacity: 10_000)
+        for i in 0..<200_000 { cache.insert("d\(i / 1000)/f\(i % 1000)", .file(info("x")), now: .microseconds(i)) }
+        #expect(cache.count <= 10_000)
+        #expect(cache.lookup("d199/f999", now: .seconds(2)) != nil, "the newest survive")
+        #expect(cache.lookup("d0/f0", now: .seconds(2)) == nil)
+        #expect(cache.queuedRecords <= 2 * cache.count + 1025)
+    }
+
+
+    @Test func entriesExpireAndAbsentUsesItsOwnTTL() {
+        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        cache.insert("f", .file(info("f")), now: .zero)
+        cache.insert("g", .absent, now: .zero)
+        #expect(cache.lookup("f", now: .seconds(9)) == .file(info("f")))
+        #expect(cache.lookup("g", now: .seconds(1)) == .absent)
+        #expect(cache.lookup("g", now: .seconds(2)) == nil)
+        #expect(cache.lookup("f", now: .seconds(10)) == nil)
+    }
+
+    @Test func aListingKeepsKnownPlaceholderMetadata() {
+        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        cache.insert("d", .directory(placeholder: info("d/")), now: .zero)
+        cache.insert("d", .directory(placeholder: nil), now: .seconds(1))
+        #expect(cache.lookup("d", now: .seconds(2)) == .directory(placeholder: info("d/")))
+    }
+
+    @Test func staysWithinCapacity() {
+        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        for i in 0..<1000 { cache.insert("n\(i)", .absent, now: .milliseconds(i)) }
+        #expect(cache.count <= 100)
+        #expect(cache.lookup("n999", now: .seconds(1)) == .absent, "the newest survive")
+    }
+}

@@ -115,6 +115,13 @@ public final class StorageMetadata: Sendable, CustomStringConvertible {
         self.init(state: s)
     }
 
+    /// The object resource's fields `init(dictionary:)` reads (the JSON
+    /// API's `fields` syntax), for listings that ask for no more.
+    static let resourceFields = [
+        "bucket", "name", "generation", "metageneration", "size", "timeCreated", "updated", "crc32c", "md5Hash",
+        "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage", "contentType", "metadata",
+    ].joined(separator: ",")
+
     /// Metadata from an object resource the server returned; fails when it
     /// is not one (no `name`).
     convenience init(resource: [String: Any]) throws(StorageError) {

@@ -96,6 +96,7 @@ extension StorageReference {
         let url = api.listURL([
             ("prefix", prefix), ("delimiter", "/"), ("maxResults", String(maxResults)),
             ("pageToken", pageToken), ("includeTrailingDelimiter", trailing ? "true" : nil),
+            ("fields", api.listingFields(prefixes: true)),
         ])
         let response = try await api.send(HTTPRequest(method: .get, url: url, isIdempotent: true), object: nil)
         return try StorageListResult(
@@ -114,7 +115,10 @@ extension StorageReference {
             throw StorageError.invalidArgument("maxResults must be between 1 and 1000, not \(maxResults)")
         }
         let prefix = path.isRoot ? nil : fullPath + "/"
-        let url = api.listURL([("prefix", prefix), ("maxResults", String(maxResults)), ("pageToken", pageToken)])
+        let url = api.listURL([
+            ("prefix", prefix), ("maxResults", String(maxResults)), ("pageToken", pageToken),
+            ("fields", api.listingFields(prefixes: false)),
+        ])
         let response = try await api.send(HTTPRequest(method: .get, url: url, isIdempotent: true), object: nil)
         return try StorageObjectPage(response: ObjectAPI.json(response))
     }

@@ -20,6 +20,8 @@ GCS endpoints (prefix ``/storage/v1``; uploads under ``/upload/storage/v1``):
   default 1000; each item and each prefix counts), ``pageToken`` (opaque),
   ``includeTrailingDelimiter``, ``startOffset``/``endOffset``. Sorted by name.
   ``items``/``prefixes``/``nextPageToken`` are omitted when empty, as on GCS.
+  ``fields`` (partial response, e.g. ``nextPageToken,items(name,size)``)
+  keeps only the fields named.
 * ``GET  /b/{b}/o/{o}`` metadata; with ``alt=media`` the bytes (also at
   ``/download/storage/v1/b/{b}/o/{o}``): ``Range: bytes=a-b|a-|-n`` gives 206
   + Content-Range (416 if unsatisfiable); whole-object answers carry
@@ -618,7 +620,50 @@ def h_list(bucket, query):
         result["items"] = items
     if more:
         result["nextPageToken"] = _page_token(*page[-1])
+    fields = q1(query, "fields")
+    if fields:
+        result = _select_fields(result, _parse_fields(fields))
     return Reply.json(result)
+
+
+def _parse_fields(spec):
+    """GCS's partial-response syntax: ``a,b(c,d)`` gives
+    ``{"a": None, "b": {"c": None, "d": None}}`` (None: the whole value)."""
+
+    def parse(i):
+        selected, name = {}, ""
+        while i < len(spec):
+            ch = spec[i]
+            if ch == "(":
+                selected[name.strip()], i = parse(i + 1)
+                name = ""
+                continue
+            if ch in ",)":
+                if name.strip():
+                    selected[name.strip()] = None
+                name = ""
+                i += 1
+                if ch == ")":
+                    return selected, i
+                continue
+            name += ch
+            i += 1
+        if name.strip():
+            selected[name.strip()] = None
+        return selected, i
+
+    return parse(0)[0]
+
+
+def _select_fields(value, selected):
+    """``value`` with only the ``selected`` fields (lists: of each element)."""
+    if selected is None:
+        return value
+    if isinstance(value, list):
+        return [_select_fields(v, selected) for v in value]
+    if isinstance(value, dict):
+        return {k: _select_fields(value[k], sub) for k, sub in selected.items() if k in value}
+    return value
 
 
 def _after_all_below(prefix):

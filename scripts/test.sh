@@ -10,6 +10,9 @@
 #      BUCKETFS_TEST_FAKE_GCS=http://127.0.0.1:PORT2  (fake_gcs.py)
 #      BUCKETFS_TEST_FIREBASE=http://127.0.0.1:PORT3  (firebase_emulator.py:
 #        Storage v0, Auth, rules; API key fake-api-key, project demo-bucketfs)
+#      BUCKETFS_TEST_FAKE_GCS_SERVER=http://127.0.0.1:PORT4  (fake-gcs-server,
+#        the independent Go emulator, scripts/fake_gcs_server.sh; in memory,
+#        bucket bucketfs-test created)
 #      BUCKETFS_TEST_PYTHON=<repo>/.build/venv/bin/python
 #      BUCKETFS_TEST_REPO=<repo>
 # 4. swift build --build-tests, then swift test "$@"; exits with swift test's
@@ -69,6 +72,7 @@ cleanup() {
     stop_server fake_gcs
     stop_server firebase_emulator
     bash "$REPO/scripts/emulator.sh" stop --name emulator
+    bash "$REPO/scripts/fake_gcs_server.sh" stop
     exit "$status"
 }
 
@@ -105,25 +109,29 @@ unmount_listed
 stop_server fake_gcs
 stop_server firebase_emulator
 bash "$REPO/scripts/emulator.sh" stop --name emulator
+bash "$REPO/scripts/fake_gcs_server.sh" stop
 
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-say "starting GCS emulator (scripts/emulator.sh), fake GCS and Firebase servers (Tests/Servers/)"
+say "starting GCS emulator (scripts/emulator.sh), fake-gcs-server (scripts/fake_gcs_server.sh), fake GCS and Firebase servers (Tests/Servers/)"
 bash "$REPO/scripts/emulator.sh" start --name emulator
+bash "$REPO/scripts/fake_gcs_server.sh" start
 start_server fake_gcs
 start_server firebase_emulator
 
 BUCKETFS_TEST_EMULATOR="http://127.0.0.1:$(cat "$SERVERS/emulator/port")"
 BUCKETFS_TEST_FAKE_GCS="http://127.0.0.1:$(cat "$SERVERS/fake_gcs/port")"
 BUCKETFS_TEST_FIREBASE="http://127.0.0.1:$(cat "$SERVERS/firebase_emulator/port")"
-export BUCKETFS_TEST_EMULATOR BUCKETFS_TEST_FAKE_GCS BUCKETFS_TEST_FIREBASE
+BUCKETFS_TEST_FAKE_GCS_SERVER="http://127.0.0.1:$(cat "$SERVERS/fake_gcs_server/port")"
+export BUCKETFS_TEST_EMULATOR BUCKETFS_TEST_FAKE_GCS BUCKETFS_TEST_FIREBASE BUCKETFS_TEST_FAKE_GCS_SERVER
 export BUCKETFS_TEST_PYTHON="$PY"
 export BUCKETFS_TEST_REPO="$REPO"
 say "BUCKETFS_TEST_EMULATOR=$BUCKETFS_TEST_EMULATOR"
 say "BUCKETFS_TEST_FAKE_GCS=$BUCKETFS_TEST_FAKE_GCS"
 say "BUCKETFS_TEST_FIREBASE=$BUCKETFS_TEST_FIREBASE"
+say "BUCKETFS_TEST_FAKE_GCS_SERVER=$BUCKETFS_TEST_FAKE_GCS_SERVER"
 
 say "swift build --build-tests"
 swift build --build-tests

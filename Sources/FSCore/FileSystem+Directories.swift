@@ -113,7 +113,7 @@ extension FileSystem {
         let started = clock.now
         guard ttl > .zero else {
             let whole = try await wholeListing(of: listed, path: path)
-            return ListingCache.Listing(prefixes: whole.prefixes, items: whole.items, readAt: started)
+            return ListingCache.Listing(whole, readAt: started)
         }
         let (cached, head) = state.withLock { s -> (ListingCache.Listing?, ListingHead?) in
             if !path.isEmpty { noteSubdirectoryOpened(listed, parent: PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path)), &s) }
@@ -123,9 +123,8 @@ extension FileSystem {
         }
         if let cached { return cached }
         if head == nil, let walked = try await listingFromWalk(listed, ttl: ttl) { return walked }
-        let whole = try await withItemMetadata(wholeListing(of: listed, path: path, after: head?.page), listed: listed)
-        let listing = ListingCache.Listing(
-            prefixes: whole.prefixes, items: whole.items, readAt: head?.readAt ?? started, completedAt: clock.now)
+        let whole = try await withEntryMetadata(wholeListing(of: listed, path: path, after: head?.page), listed: listed)
+        let listing = ListingCache.Listing(whole, readAt: head?.readAt ?? started, completedAt: clock.now)
         state.withLock { keepListing(listed, listing, &$0) }
         return listing
     }
@@ -146,7 +145,7 @@ extension FileSystem {
             }
             whole.prefixes += page.prefixes
             whole.items += page.items
-            whole.placeholderPrefixes.formUnion(page.placeholderPrefixes)
+            whole.placeholders.merge(page.placeholders) { _, later in later }
             token = page.nextPageToken
         } while token != nil
         return whole
@@ -158,9 +157,9 @@ extension FileSystem {
         guard options.statTTL > 0 else { return }
         state.withLock { s in
             // Items without their metadata (v0 listings) are completed by
-            // opendir (`withItemMetadata`), which goes on from the head.
+            // opendir (`withEntryMetadata`), which goes on from the head.
             if page.nextPageToken == nil && store.capabilities.listingsCarryMetadata {
-                keepListing(listed, ListingCache.Listing(prefixes: page.prefixes, items: page.items, readAt: readAt), &s)
+                keepListing(listed, ListingCache.Listing(page, readAt: readAt), &s)
                 return
             }
             if s.listingHeads.count >= Self.listingHeadLimit, let any = s.listingHeads.keys.first { s.listingHeads[any] = nil }
@@ -239,7 +238,7 @@ extension FileSystem {
             if case .file? = nodes[String(name)] {
                 logger.debug("object hidden by a directory of the same name", metadata: ["object": "\(listed)\(name)"])
             }
-            nodes[String(name)] = .directory(placeholder: nil)
+            nodes[String(name)] = .directory(placeholder: listing.placeholders[prefix])
         }
         return nodes.sorted { $0.key < $1.key }.map { ($0.key, $0.value, false) }
     }
@@ -260,7 +259,8 @@ extension FileSystem {
 extension FileSystem {
     enum ListingChange {
         case file(ObjectInfo)
-        case directory(String)
+        /// A directory, with its placeholder object when it has one.
+        case directory(placeholder: ObjectInfo?)
         case removed(String)
     }
 
@@ -273,7 +273,7 @@ extension FileSystem {
         let cacheChange: ListingCache.Change
         switch change {
         case .file(let info): cacheChange = .file(info)
-        case .directory: cacheChange = .directory
+        case .directory(let placeholder): cacheChange = .directory(placeholder: placeholder)
         case .removed: cacheChange = .removed
         }
         s.listings.amend(listed, object: objectName(path), cacheChange)
@@ -290,8 +290,8 @@ extension FileSystem {
         let listed = PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path))
         guard let listing = s.listings[listed] else { return nil }
         let object = objectName(path)
-        if listing.prefixes.contains(object + "/") {
-            return now - listing.readAt < Duration(seconds: options.statTTL) ? .directory(placeholder: nil) : nil
+        if let directory = listing.directory(object + "/") {
+            return now - listing.readAt < Duration(seconds: options.statTTL) ? directory : nil
         }
         if let item = listing.items[object] {
             return now - listing.readAt < Duration(seconds: options.statTTL) ? .file(item) : nil

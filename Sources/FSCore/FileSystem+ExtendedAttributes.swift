@@ -173,6 +173,7 @@ extension FileSystem {
             switch record.kind {
             case .directory:
                 s.stats.insert(record.path, .directory(placeholder: info), now: now)
+                amendListing(record.path, .directory(placeholder: info), &s)
             case .file, .symlink:
                 s.stats.insert(record.path, .file(info), now: now)
                 amendListing(record.path, .file(info), &s)

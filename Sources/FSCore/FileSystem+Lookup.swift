@@ -124,7 +124,7 @@ extension FileSystem {
             throw failure(error, "list", directory + "/")
         }
         guard page.nextPageToken == nil else { return nil }
-        let listing = ListingCache.Listing(prefixes: page.prefixes, items: page.items, readAt: started, completedAt: clock.now)
+        let listing = ListingCache.Listing(page, readAt: started, completedAt: clock.now)
         return state.withLock { s in
             keepListing(listed, listing, &s)
             return listedNode(path, now: started, s)
@@ -166,7 +166,7 @@ extension FileSystem {
         var hasChildren = false
         switch childrenResult {
         case .success(let page):
-            hasChildren = !page.prefixes.isEmpty || !page.items.isEmpty || !page.placeholderPrefixes.isEmpty || page.nextPageToken != nil
+            hasChildren = !page.prefixes.isEmpty || !page.items.isEmpty || !page.placeholders.isEmpty || page.nextPageToken != nil
         case .failure(.permissionDenied(let m)): refusal = refusal ?? (.permissionDenied(m), path + "/")
         case .failure(let error): throw failure(error, "list", path + "/")
         }

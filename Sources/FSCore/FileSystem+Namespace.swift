@@ -144,7 +144,7 @@ extension FileSystem {
         if local { return true }
         do {
             let page = try await store.list(prefix: objectName(path) + "/", pageToken: nil, maxResults: 2)
-            return !page.items.isEmpty || !page.prefixes.isEmpty || !page.placeholderPrefixes.isEmpty
+            return !page.items.isEmpty || !page.prefixes.isEmpty || !page.placeholders.isEmpty
         } catch {
             throw failure(error, "list", below)
         }

@@ -207,7 +207,7 @@ extension FileSystem {
             let page = try await wholeListing(of: prefix, path: String(prefix.dropFirst(objectPrefix.count).dropLast()))
             found += page.items
             queue += page.prefixes
-            for placeholder in page.placeholderPrefixes {
+            for placeholder in page.placeholders.keys {
                 if case .success(let info) = await statResult(placeholder) { found.append(info) }
                 if !page.prefixes.contains(placeholder) { queue.append(placeholder) }
             }

@@ -349,8 +349,8 @@ extension FileSystem {
             s.stats.insert(path, node, now: now)
             switch node {
             case .file(let info): amendListing(path, .file(info), &s)
-            case .directory:
-                amendListing(path, .directory(path), &s)
+            case .directory(let placeholder):
+                amendListing(path, .directory(placeholder: placeholder), &s)
                 // A new directory is empty: its listing is known.
                 keepListing(PathRules.listingPrefix(objectPrefix, path), ListingCache.Listing(readAt: now), &s)
             case .absent: break

@@ -132,7 +132,11 @@ public final class InMemoryObjectStore: ObjectStore {
                     index = Self.firstIndex(in: names, from: index) { !$0.utf8.starts(with: sub.utf8) }
                     if slash == rest.startIndex { continue }  // "prefix//…": an empty segment
                     page.prefixes.append(sub)
-                    if s.objects[sub] != nil { page.placeholderPrefixes.insert(sub) }
+                    // v0 listings have no includeTrailingDelimiter: a
+                    // prefix's placeholder is not returned.
+                    if capabilities.listingsCarryMetadata, let placeholder = s.objects[sub] {
+                        page.placeholders[sub] = placeholder.info
+                    }
                     lastKey = sub
                 } else {
                     let info = s.objects[name]!.info

@@ -16,6 +16,10 @@ struct ListingCache: Sendable {
         var items: [String: ObjectInfo]
         /// Full prefixes (`a/b/`) directly below the listed prefix.
         var prefixes: Set<String>
+        /// The placeholder objects of those prefixes that have one, by
+        /// prefix: the directories' mode, owner and times. A listing that
+        /// cannot return them (v0) has them stat'ed before it is kept.
+        var placeholders: [String: ObjectInfo]
         /// When the request that produced it (its first page) started.
         let readAt: Duration
         /// When its last page arrived: a name it lacks was absent then, at
@@ -26,19 +30,38 @@ struct ListingCache: Sendable {
         /// `TreeWalk` of this directory).
         var subdirectoriesOpened = 0
 
-        init(items: [String: ObjectInfo] = [:], prefixes: Set<String> = [], readAt: Duration, completedAt: Duration? = nil) {
+        init(
+            items: [String: ObjectInfo] = [:], prefixes: Set<String> = [], placeholders: [String: ObjectInfo] = [:],
+            readAt: Duration, completedAt: Duration? = nil
+        ) {
             self.items = items
             self.prefixes = prefixes
+            self.placeholders = placeholders
             self.readAt = readAt
             self.completedAt = max(readAt, completedAt ?? readAt)
         }
 
         /// A listing from the pages of a delimited listing.
-        init(prefixes: [String], items: [ObjectInfo], readAt: Duration, completedAt: Duration? = nil) {
+        init(
+            prefixes: [String], items: [ObjectInfo], placeholders: [String: ObjectInfo] = [:],
+            readAt: Duration, completedAt: Duration? = nil
+        ) {
             var byName: [String: ObjectInfo] = [:]
             byName.reserveCapacity(items.count)
             for item in items { byName[item.name] = item }
-            self.init(items: byName, prefixes: Set(prefixes), readAt: readAt, completedAt: completedAt)
+            self.init(items: byName, prefixes: Set(prefixes), placeholders: placeholders, readAt: readAt, completedAt: completedAt)
+        }
+
+        /// A listing from `page` (every page of a delimited listing).
+        init(_ page: ListPage, readAt: Duration, completedAt: Duration? = nil) {
+            self.init(prefixes: page.prefixes, items: page.items, placeholders: page.placeholders, readAt: readAt, completedAt: completedAt)
+        }
+
+        /// What the listing says the prefix `prefix` (`a/b/`) is: a
+        /// directory, with its placeholder when the listing holds one; nil
+        /// when it is not listed.
+        func directory(_ prefix: String) -> StatCache.Node? {
+            prefixes.contains(prefix) ? .directory(placeholder: placeholders[prefix]) : nil
         }
 
         var entryCount: Int { items.count + prefixes.count }
@@ -52,7 +75,8 @@ struct ListingCache: Sendable {
     /// A change this mount made to one entry of a listed directory.
     enum Change {
         case file(ObjectInfo)
-        case directory
+        /// A directory, with its placeholder object when it has one.
+        case directory(placeholder: ObjectInfo?)
         case removed
     }
 
@@ -114,9 +138,12 @@ struct ListingCache: Sendable {
         entryCount -= listing.entryCount
         listing.items[object] = nil
         listing.prefixes.remove(object + "/")
+        listing.placeholders[object + "/"] = nil
         switch change {
         case .file(let info): listing.items[object] = info
-        case .directory: listing.prefixes.insert(object + "/")
+        case .directory(let placeholder):
+            listing.prefixes.insert(object + "/")
+            listing.placeholders[object + "/"] = placeholder
         case .removed: break
         }
         entryCount += listing.entryCount

@@ -7,8 +7,9 @@ import Foundation
 public protocol ObjectStore: Sendable {
     /// One page of the objects and prefixes directly below `prefix` (which
     /// is "" or ends in "/"), delimiter "/". Placeholder objects named
-    /// exactly like a listed prefix (`dir/`) are reported in
-    /// `placeholderPrefixes`, never in `items`.
+    /// exactly like a listed prefix (`dir/`) are never in `items`; they are
+    /// reported in `placeholders`, with their metadata (a directory's mode
+    /// and owner), when the listings carry metadata.
     func list(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ListPage
 
     /// Whether `listFlat` works (a store that cannot list without a
@@ -147,16 +148,22 @@ public struct ListPage: Sendable, Equatable {
     public var prefixes: [String]
     /// Objects directly below the listed prefix, excluding placeholders.
     public var items: [ObjectInfo]
-    /// Prefixes ("a/b/") that have an explicit placeholder object.
-    public var placeholderPrefixes: Set<String>
+    /// The placeholder objects of listed prefixes, by prefix ("a/b/"): an
+    /// explicit directory's mode, owner and times are in its placeholder's
+    /// custom metadata. A store whose listings cannot return them (v0) has
+    /// none here; the file system stats them (`withEntryMetadata`).
+    public var placeholders: [String: ObjectInfo]
     public var nextPageToken: String?
 
-    public init(prefixes: [String], items: [ObjectInfo], placeholderPrefixes: Set<String> = [], nextPageToken: String? = nil) {
+    public init(prefixes: [String], items: [ObjectInfo], placeholders: [String: ObjectInfo] = [:], nextPageToken: String? = nil) {
         self.prefixes = prefixes
         self.items = items
-        self.placeholderPrefixes = placeholderPrefixes
+        self.placeholders = placeholders
         self.nextPageToken = nextPageToken
     }
+
+    /// Prefixes ("a/b/") that have an explicit placeholder object.
+    public var placeholderPrefixes: Set<String> { Set(placeholders.keys) }
 }
 
 /// A page of a flat listing (`ObjectStore.listFlat`).

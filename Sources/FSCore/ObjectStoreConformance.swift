@@ -292,7 +292,7 @@ public enum ObjectStoreConformance {
             let page = try await store.list(prefix: prefix, pageToken: token, maxResults: 1000)
             all.prefixes += page.prefixes
             all.items += page.items
-            all.placeholderPrefixes.formUnion(page.placeholderPrefixes)
+            all.placeholders.merge(page.placeholders) { _, later in later }
             token = page.nextPageToken
         } while token != nil
         return all

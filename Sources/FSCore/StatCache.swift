@@ -68,9 +68,12 @@ struct StatCache: Sendable {
             return
         }
         var node = node
-        // A listing knows a directory exists but not its placeholder's
-        // metadata; keep metadata learnt earlier while it is fresh.
-        if case .directory(nil) = node, case .directory(let known?)? = lookup(path, now: now) {
+        // A listing may not know a directory's placeholder (v0), or know
+        // an older version of it (read before a chmod here); keep newer
+        // metadata learnt earlier while it is fresh.
+        if case .directory(let listed) = node, case .directory(let known?)? = lookup(path, now: now),
+            listed.map({ ($0.generation, $0.metageneration) < (known.generation, known.metageneration) }) ?? true
+        {
             node = .directory(placeholder: known)
         }
         lastStamp += 1

@@ -29,7 +29,7 @@ public struct StorageKitObjectStore: ObjectStore {
         return ListPage(
             prefixes: result.prefixes.map { $0.fullPath + "/" },
             items: items,
-            placeholderPrefixes: result.placeholderPrefixes.filter { $0 != prefix },
+            placeholders: result.placeholderMetadata.filter { $0.key != prefix }.mapValues(Self.info),
             nextPageToken: result.pageToken)
     }
 

@@ -14,7 +14,8 @@
 /// listing is complete. `consume` returns those listings; they are exactly
 /// what a delimited listing of each directory would have said: direct
 /// objects as items, direct subdirectories (with or without a `dir/`
-/// placeholder) as prefixes. A name with an empty or `.`/`..` segment ends
+/// placeholder) as prefixes, and each placeholder (which holds its
+/// directory's mode and owner) with its prefix. A name with an empty or `.`/`..` segment ends
 /// the chain there, as the delimited listings skip what is below those.
 ///
 /// A pure value, driven by `FileSystem` (which fetches the pages and keeps
@@ -112,9 +113,15 @@ struct TreeWalk: Sendable {
             open[open.count - 1].listing.prefixes.insert(directory)
             open.append((directory, ListingCache.Listing(readAt: readAt)))
         }
-        // A placeholder is its directory; anything else is an item of the
-        // innermost directory (unless the chain stopped at a bad segment).
-        if !broken && !name.hasSuffix("/") && name.utf8.count > root.utf8.count {
+        // A placeholder is its directory, kept with its prefix in its
+        // parent's listing (the root's own belongs to a listing outside
+        // the walk); anything else is an item of the innermost directory
+        // (unless the chain stopped at a bad segment).
+        if name.hasSuffix("/") {
+            if open.count >= 2, open[open.count - 1].prefix == name {
+                open[open.count - 2].listing.placeholders[name] = object
+            }
+        } else if !broken && name.utf8.count > root.utf8.count {
             open[open.count - 1].listing.items[name] = object
         }
     }

@@ -28,16 +28,22 @@ public struct StorageListResult: Sendable {
     /// reference itself. A prefix in this set is an explicit directory
     /// (made by `mkdir`); one not in it only exists because objects lie below it.
     public let placeholderPrefixes: Set<String>
+    /// The metadata of those placeholders, by name, when the listing
+    /// carries metadata (the JSON API): an explicit directory's POSIX mode,
+    /// owner and times are in its placeholder's custom metadata.
+    public let placeholderMetadata: [String: StorageMetadata]
 
     public init(
         prefixes: [StorageReference], items: [StorageReference], pageToken: String?,
-        itemMetadata: [StorageMetadata] = [], placeholderPrefixes: Set<String> = []
+        itemMetadata: [StorageMetadata] = [], placeholderPrefixes: Set<String> = [],
+        placeholderMetadata: [String: StorageMetadata] = [:]
     ) {
         self.prefixes = prefixes
         self.items = items
         self.pageToken = pageToken
         self.itemMetadata = itemMetadata
         self.placeholderPrefixes = placeholderPrefixes
+        self.placeholderMetadata = placeholderMetadata
     }
 
     /// Parses an `objects.list` response (`prefixes`, `items`,
@@ -57,12 +63,16 @@ public struct StorageListResult: Sendable {
         var items: [StorageReference] = []
         var metadata: [StorageMetadata] = []
         var placeholders: Set<String> = []
+        var placeholderMetadata: [String: StorageMetadata] = [:]
         for resource in response["items"] as? [[String: Any]] ?? [] {
             guard let name = resource["name"] as? String else { continue }
             if name.hasSuffix("/") {
                 // A placeholder: of the listed reference itself, or of a
                 // listed prefix. Never an item.
-                if name == prefix || seenPrefixes.contains(name) { placeholders.insert(name) }
+                if name == prefix || seenPrefixes.contains(name) {
+                    placeholders.insert(name)
+                    if itemsCarryMetadata { placeholderMetadata[name] = try StorageMetadata(resource: resource) }
+                }
                 continue
             }
             guard Self.isDirectChild(name, of: prefix, isPrefix: false) else { continue }
@@ -72,7 +82,7 @@ public struct StorageListResult: Sendable {
         let token = response["nextPageToken"] as? String
         self.init(
             prefixes: prefixes, items: items, pageToken: token?.isEmpty == false ? token : nil,
-            itemMetadata: metadata, placeholderPrefixes: placeholders)
+            itemMetadata: metadata, placeholderPrefixes: placeholders, placeholderMetadata: placeholderMetadata)
     }
 
     /// The pages of a listing as one result (for `listAll`): prefixes
@@ -86,7 +96,8 @@ public struct StorageListResult: Sendable {
         self.init(
             prefixes: prefixes, items: pages.flatMap(\.items), pageToken: nil,
             itemMetadata: pages.flatMap(\.itemMetadata),
-            placeholderPrefixes: pages.reduce(into: Set()) { $0.formUnion($1.placeholderPrefixes) })
+            placeholderPrefixes: pages.reduce(into: Set()) { $0.formUnion($1.placeholderPrefixes) },
+            placeholderMetadata: pages.reduce(into: [:]) { $0.merge($1.placeholderMetadata) { _, later in later } })
     }
 
     /// Whether the part of `name` below `prefix` is exactly one valid

@@ -95,6 +95,20 @@ import Testing
         #expect(cache.lookup("d", now: .seconds(2)) == .directory(placeholder: info("d/")))
     }
 
+    @Test func aListingReadBeforeAChangeKeepsTheNewerPlaceholder() {
+        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        var changed = info("d/")
+        changed.metageneration += 1
+        changed.customMetadata = [AttributeMapper.modeKey: "40700"]
+        cache.insert("d", .directory(placeholder: changed), now: .seconds(1))
+        cache.insert("d", .directory(placeholder: info("d/")), now: .zero)
+        #expect(cache.lookup("d", now: .seconds(2)) == .directory(placeholder: changed), "the older version does not come back")
+        var newer = changed
+        newer.metageneration += 1
+        cache.insert("d", .directory(placeholder: newer), now: .seconds(2))
+        #expect(cache.lookup("d", now: .seconds(3)) == .directory(placeholder: newer), "a newer version replaces it")
+    }
+
     @Test func staysWithinCapacity() {
         var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
         for i in 0..<1000 { cache.insert("n\(i)", .absent, now: .milliseconds(i)) }

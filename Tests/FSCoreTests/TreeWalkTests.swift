@@ -21,8 +21,9 @@ struct TreeWalkTests {
 
         cache.amend("b/", object: "b/new", .file(info("b/new")))
         cache.amend("b/", object: "b/0", .removed)
-        cache.amend("b/", object: "b/sub", .directory)
+        cache.amend("b/", object: "b/sub", .directory(placeholder: info("b/sub/")))
         #expect(cache["b/"]!.holds("b/new") && !cache["b/"]!.holds("b/0") && cache["b/"]!.holds("b/sub"))
+        #expect(cache["b/"]!.directory("b/sub/") == .directory(placeholder: info("b/sub/")), "with its placeholder")
         #expect(cache.entryCount == 10)
         cache.amend("missing/", object: "missing/x", .file(info("missing/x")))
         #expect(cache["missing/"] == nil, "only kept listings are amended")
@@ -63,16 +64,19 @@ struct TreeWalkTests {
         while let listed = queue.popLast() {
             var prefixes: [String] = []
             var items: [String] = []
+            var placeholders: [String: ObjectInfo] = [:]
             var pageToken: String?
             repeat {
                 let page = try await store.list(prefix: listed, pageToken: pageToken, maxResults: 1000)
                 prefixes += page.prefixes
                 items += page.items.map(\.name)
+                placeholders.merge(page.placeholders) { _, later in later }
                 pageToken = page.nextPageToken
             } while pageToken != nil
             let walked = try #require(completed[listed], "no listing for \(listed)")
             #expect(Set(walked.prefixes) == Set(prefixes), "prefixes of \(listed)")
             #expect(Set(walked.items.keys) == Set(items), "items of \(listed)")
+            #expect(walked.placeholders == placeholders, "placeholders of \(listed)")
             checked += 1
             queue += prefixes.filter { PathRules.entryName(ofPrefix: $0, under: listed) != nil }
         }

@@ -101,6 +101,22 @@ import Testing
         #expect(result.placeholderPrefixes == ["d/", "d/ok/"])
     }
 
+    /// A directory's POSIX mode and owner live in its placeholder's custom
+    /// metadata, which the listing returns with it (includeTrailingDelimiter).
+    @Test func placeholdersKeepTheirMetadata() throws {
+        var placeholder = Self.item("d/x/", size: 0, generation: 7)
+        placeholder["metadata"] = ["goog-reserved-posix-mode": "40700", "goog-reserved-posix-uid": "1001"]
+        let response: [String: Any] = ["prefixes": ["d/x/", "d/y/"], "items": [placeholder, Self.item("d/f")]]
+        let result = try parse(response, at: "d")
+        #expect(Set(result.placeholderMetadata.keys) == ["d/x/"])
+        let x = try #require(result.placeholderMetadata["d/x/"])
+        #expect(x.customMetadata == ["goog-reserved-posix-mode": "40700", "goog-reserved-posix-uid": "1001"] && x.generation == 7)
+        #expect(StorageListResult(merging: [result]).placeholderMetadata["d/x/"]?.customMetadata == x.customMetadata)
+        // A v0 listing's items are names only: no metadata to keep.
+        let v0 = try StorageListResult(response: response, listing: storage.reference().child("d"), itemsCarryMetadata: false)
+        #expect(v0.placeholderPrefixes == ["d/x/"] && v0.placeholderMetadata.isEmpty)
+    }
+
     @Test func rootNamesWithLeadingSlashesAreSkipped() throws {
         let result = try parse(["prefixes": ["/", "a/"], "items": [Self.item("/x"), Self.item("y")]], at: "")
         #expect(result.prefixes.map(\.fullPath) == ["a"])

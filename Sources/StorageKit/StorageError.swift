@@ -174,9 +174,12 @@ public enum StorageError: Error, Sendable {
     }
 
     /// Removes anything that looks like a credential from text that may be
-    /// shown or logged: bearer and Firebase tokens, JWTs, API keys,
-    /// `access_token=…` style parameters and JSON fields, and the value of
-    /// an Authorization header.
+    /// shown or logged: the value of an Authorization header, token-shaped
+    /// values after `Bearer`/`Firebase`, JWTs, OAuth access tokens
+    /// (`ya29.`), API keys, and `access_token=…` style parameters and JSON
+    /// fields. Ordinary prose is kept: "Firebase Storage has no
+    /// preconditions" names a product, not a credential, so only a value
+    /// shaped like a token (`tokenShape`) counts after those words.
     static func redact(_ text: String) -> String {
         guard text.range(of: "bearer", options: .caseInsensitive) != nil
             || text.range(of: "token", options: .caseInsensitive) != nil
@@ -184,7 +187,7 @@ public enum StorageError: Error, Sendable {
             || text.range(of: "signature", options: .caseInsensitive) != nil
             || text.range(of: "firebase", options: .caseInsensitive) != nil
             || text.range(of: "key=", options: .caseInsensitive) != nil
-            || text.contains("eyJ") || text.contains("AIza")
+            || text.contains("eyJ") || text.contains("AIza") || text.contains("ya29.")
         else { return text }
         var result = text
         for pattern in redactions {
@@ -194,11 +197,19 @@ public enum StorageError: Error, Sendable {
         return result
     }
 
+    /// A value that can be a bearer credential: at least 20 characters of
+    /// the RFC 6750 `b64token` alphabet with a digit or a sign among them
+    /// (tokens are random; words are letters). Google's access tokens are
+    /// well over 100, Firebase ID tokens are JWTs of several hundred.
+    private static let tokenShape = #"(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{20,}"#
+
     private static let redactions: [(pattern: String, template: String)] = [
         (#"(authorization\s*[:=]\s*)[^\r\n,;]+"#, "$1<redacted>"),
-        (#"((?:bearer|firebase)\s+)[A-Za-z0-9._~+/=-]+"#, "$1<redacted>"),
+        (#"(\b(?:bearer|firebase)\s+)"# + tokenShape, "$1<redacted>"),
         // JWTs (Firebase ID and custom tokens), wherever they stand.
         (#"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*"#, "<redacted>"),
+        // Google OAuth 2.0 access tokens, wherever they stand.
+        (#"\bya29\.[A-Za-z0-9._~+/=-]+"#, "<redacted>"),
         // API keys: a `key=` query parameter, and Google's key format.
         (#"([?&]key=)[^&\s"']+"#, "$1<redacted>"),
         (#"AIza[0-9A-Za-z_-]{35}"#, "<redacted>"),

@@ -111,6 +111,35 @@ import Transport
         #expect(plain.description == "invalid argument: maxResults must be between 1 and 1000")
     }
 
+    /// Credentials go, wherever they stand: after Bearer/Firebase (when
+    /// token-shaped), in an Authorization header, as JWTs and ya29. tokens.
+    @Test(arguments: [
+        "Authorization: Bearer ya29.a0AfB_hX9k-secret",
+        "bearer ya29.a0AfB_hX9k-secret was refused",
+        "token ya29.a0AfB_hX9k-secret expired",
+        "Firebase eyJhbGciOiJSUzI1NiJ9.eyJ1aWQiOiJ1In0.c2lnbmF0dXJl refused",
+        "sent Firebase AMf-vBxQ3k9Zl2_secret1234567890abcdef as the refresh token",
+        "header authorization=Firebase whatever-it-is-secret",
+        "Bearer 4/0AX4XfWh_secret_secret_secret",
+    ])
+    func credentialsAreRedacted(_ text: String) {
+        let redacted = StorageError.redact(text)
+        #expect(!redacted.contains("secret") && !redacted.contains("eyJ") && !redacted.contains("ya29"), "\(redacted)")
+        #expect(redacted.contains("<redacted>"), "\(redacted)")
+    }
+
+    /// Ordinary prose naming the products stays as it was written.
+    @Test(arguments: [
+        "a/b: generation is 3, not 2 (checked by reading first: Firebase Storage has no preconditions)",
+        "Firebase Storage answered 403: Permission denied.",
+        "the bearer token was refused; sign in again",
+        "Firebase Authentication is not reachable at 127.0.0.1:1",
+        "firebase rules refused users/abc/def",
+    ])
+    func proseIsKept(_ text: String) {
+        #expect(StorageError.redact(text) == text)
+    }
+
     @Test func everyCaseDescribesItself() {
         let all: [StorageError] = [
             .unknown(message: "m", response: nil), .objectNotFound("o"), .bucketNotFound("b"),

@@ -1,6 +1,8 @@
 import Foundation
 import Logging
 import StorageKit
+import Synchronization
+import Transport
 
 /// Before mounting: can the bucket be listed? A mount that would answer
 /// every request with EIO is worse than a clear refusal now.
@@ -9,31 +11,43 @@ import StorageKit
 /// mount: a refusal there means the sign-in worked and the bucket exists,
 /// so the mount goes ahead and says what the rules allow.
 ///
-/// It waits at most `patience` (or the transport's own retry budget, if
-/// shorter): a mistyped endpoint should not hold `mount` for the minute a
-/// request of a running mount may spend retrying.
+/// It waits at most `patience` in all (or the transport's own retry
+/// budget, if shorter): a mistyped endpoint should not hold `mount` for
+/// the minute a request of a running mount may spend retrying. A Firebase
+/// user signs in first, within the same bound, so that an unreachable Auth
+/// endpoint is exit 4 like an unreachable storage endpoint, and refused
+/// credentials exit 3.
 enum Preflight {
     static let patience: Duration = .seconds(15)
 
     static func check(storage: Storage, prefix: String, endpoint: URL, logger: Logger) async throws {
-        let reference = storage.reference().child(prefix)
+        let deadline = ContinuousClock.now + patience
         let firebase = storage.configuration.credentials as? FirebaseAuthCredentials
-        let listing = Task { try await reference.listPage(maxResults: 1, pageToken: nil) }
-        let deadline = Task {
-            try await Task.sleep(for: patience)
-            listing.cancel()
+        if let firebase {
+            let auth = firebase.auth.identityToolkitBase
+            switch await outcome(by: deadline, { try await firebase.idToken() }) {
+            case nil:
+                throw CLIError.bucket("Firebase Auth endpoint unreachable: \(auth) (no answer within \(Int(patience.seconds)) s)", exitCode: 4)
+            case .failure(let error as TransportError)?:
+                throw CLIError.bucket("Firebase Auth endpoint unreachable: \(auth) (\(error))", exitCode: 4)
+            case .failure(let error)?:
+                throw explain(.unauthenticated(String(describing: error)), bucket: storage.bucket, endpoint: endpoint)
+            case .success?:
+                break
+            }
         }
-        defer { deadline.cancel() }
-        do {
-            _ = try await listing.value
-        } catch StorageError.cancelled {
+        let reference = storage.reference().child(prefix)
+        switch await outcome(by: deadline, { try await reference.listPage(maxResults: 1, pageToken: nil) }) {
+        case nil, .failure(StorageError.cancelled)?:
             throw CLIError.bucket("endpoint unreachable: \(endpoint.absoluteString) (no answer within \(Int(patience.seconds)) s)", exitCode: 4)
-        } catch StorageError.unauthorized(let message) where firebase != nil {
+        case .failure(StorageError.unauthorized(let message))? where firebase != nil:
             logger.notice("the Security Rules do not let this user list gs://\(storage.bucket)/\(prefix); paths they allow can still be reached by name", metadata: ["cause": "\(message)"])
-        } catch let error as StorageError {
+        case .failure(let error as StorageError)?:
             throw explain(error, bucket: storage.bucket, endpoint: endpoint)
-        } catch {
+        case .failure(let error)?:
             throw CLIError.bucket("cannot list gs://\(storage.bucket): \(error)", exitCode: 1)
+        case .success?:
+            break
         }
         if let user = firebase?.currentUser {
             logger.info("signed in to Firebase Auth", metadata: ["uid": "\(user.uid)", "email": "\(user.email ?? "-")"])
@@ -53,5 +67,39 @@ enum Preflight {
         default:
             return .bucket("cannot list gs://\(bucket): \(error)", exitCode: 1)
         }
+    }
+
+    /// What `work` gives, or nil when `deadline` passes first. The work is
+    /// then cancelled but not waited for: a token fetch is shared by every
+    /// request and runs on unstructured (so it does not stop when one
+    /// caller is cancelled), and the answer must not wait for its retries.
+    static func outcome<T: Sendable>(
+        by deadline: ContinuousClock.Instant, _ work: @escaping @Sendable () async throws -> T
+    ) async -> Result<T, any Error>? {
+        let task = Task { try await work() }
+        let first = FirstAnswer<Result<T, any Error>?>()
+        let answer = await withCheckedContinuation { continuation in
+            first.wait(continuation)
+            Task { first.give(await task.result) }
+            Task {
+                try? await Task.sleep(until: deadline)
+                first.give(nil)
+            }
+        }
+        if answer == nil { task.cancel() }
+        return answer
+    }
+}
+
+/// Resumes a continuation with the first of several answers.
+private final class FirstAnswer<T: Sendable>: Sendable {
+    private let continuation = Mutex<CheckedContinuation<T, Never>?>(nil)
+
+    func wait(_ continuation: CheckedContinuation<T, Never>) {
+        self.continuation.withLock { $0 = continuation }
+    }
+
+    func give(_ answer: T) {
+        continuation.withLock { $0.take() }?.resume(returning: answer)
     }
 }

@@ -218,6 +218,30 @@ extension MountTests {
             #expect(!Kernel.isMounted(mountpoint))
         }
 
+        /// As an unreachable storage endpoint (Lifecycle.deadEndpoint): exit
+        /// 4 within the preflight's 15 s, or sooner when the retry budget
+        /// is shorter, not exit 3 after the sign-in's whole retry budget
+        /// (46 s by default).
+        @Test("an unreachable Firebase Auth endpoint is exit code 4 within the preflight's bound", arguments: [
+            ([String](), Duration.seconds(20)), (["--retry-attempts", "2", "--retry-max-time", "3"], .seconds(10)),
+        ])
+        func unreachableAuth(retry: [String], bound: Duration) async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            let mountpoint = s.scratch + "/mnt"
+            try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+            let closed = try freePort()
+            let result = try await runBucketfs([
+                "mount", "--endpoint", s.endpoint, "gs://\(s.bucket)", mountpoint, "--cache-dir", s.scratch + "/cache",
+                "--firebase-api-key", Self.apiKey, "--firebase-email", s.a.email, "--firebase-password-file", s.a.passwordFile,
+                "--firebase-auth-emulator", "127.0.0.1:\(closed)",
+            ] + retry)
+            #expect(result.status == 4 && !result.signaled, "\(result.summary)")
+            #expect(result.stderr.contains("Firebase Auth endpoint unreachable: http://127.0.0.1:\(closed)"), "\(result.stderr)")
+            #expect(result.elapsed < bound, "took \(result.elapsed)")
+            #expect(!Kernel.isMounted(mountpoint))
+        }
+
         @Test("a write the server refuses at close: EACCES, the bytes in the recovery folder", .timeLimit(.minutes(3)))
         func refusedAtClose() async throws {
             let s = try await Setup()

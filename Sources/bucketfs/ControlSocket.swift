@@ -54,7 +54,7 @@ struct DropCachesReport: Codable, Sendable {
 /// can reach it: the socket's directory is 0700.
 final class ControlServer: Sendable {
     let path: String
-    private let server: HTTPServer
+    private let server: BackgroundHTTPServer
     private let logger: Logger
 
     private let status: @Sendable () -> MountStatusReport
@@ -69,7 +69,7 @@ final class ControlServer: Sendable {
         try Self.makePrivateDirectory((path as NSString).deletingLastPathComponent)
         // A socket file left by a mount that was killed on this mountpoint.
         unlink(path)
-        server = HTTPServer(address: .unix(path: path), logger: .disabled)
+        server = BackgroundHTTPServer(HTTPServer(address: .unix(path: path), logger: .disabled), name: "control socket \(path)")
     }
 
     /// The directory must be ours, a real directory (not a symlink someone
@@ -97,9 +97,9 @@ final class ControlServer: Sendable {
     func start() async throws {
         let status = self.status
         let dropCaches = self.dropCaches
-        await server.appendRoute("GET /status") { _ in try Self.json(status()) }
-        await server.appendRoute("POST /drop-caches") { _ in try Self.json(dropCaches()) }
-        try await server.startInBackground(name: "control socket \(path)", logger: logger)
+        await server.server.appendRoute("GET /status") { _ in try Self.json(status()) }
+        await server.server.appendRoute("POST /drop-caches") { _ in try Self.json(dropCaches()) }
+        try await server.start(logger: logger)
         logger.debug("control socket listening", metadata: ["socket": "\(path)"])
     }
 

@@ -54,7 +54,7 @@ final class MetricsEndpoint: Sendable {
 
     let address: Address
     private let registry: PrometheusCollectorRegistry
-    private let server: HTTPServer
+    private let server: BackgroundHTTPServer
 
     /// Makes the Prometheus registry the process's metrics backend. Must run
     /// before the layers make their metric objects (before the filesystem
@@ -72,23 +72,24 @@ final class MetricsEndpoint: Sendable {
         ]
         MetricsSystem.bootstrap(factory)
         self.registry = registry
-        server = address.isIPv6
+        server = BackgroundHTTPServer(address.isIPv6
             ? HTTPServer(address: try sockaddr_in6.inet6(ip6: address.host, port: address.port), logger: .disabled)
-            : HTTPServer(address: try sockaddr_in.inet(ip4: address.host, port: address.port), logger: .disabled)
+            : HTTPServer(address: try sockaddr_in.inet(ip4: address.host, port: address.port), logger: .disabled),
+            name: "metrics endpoint")
     }
 
     /// Starts serving; throws (exit 5) when the address cannot be used.
     func start(filesystem: FileSystem, logger: Logger) async throws {
         let gauges = StatusGauges()
         let registry = self.registry
-        await server.appendRoute("GET /metrics") { _ in
+        await server.server.appendRoute("GET /metrics") { _ in
             gauges.update(from: filesystem.status())
             return HTTPResponse(
                 statusCode: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: Data(registry.emitToBuffer()))
         }
         do {
-            try await server.startInBackground(name: "metrics endpoint", logger: logger)
+            try await server.start(logger: logger)
         } catch {
             throw CLIError.bucket("cannot serve metrics on \(address): \(error)", exitCode: 5)
         }

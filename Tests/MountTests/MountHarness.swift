@@ -550,6 +550,16 @@ final class Mount: @unchecked Sendable {
         return text.split(separator: "\n").suffix(lines).joined(separator: "\n")
     }
 
+    /// The log's lines at error level or above (the text format: time,
+    /// level, label, message).
+    func errorLogLines() -> [String] {
+        let text = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map(String.init).filter { line in
+            let level = line.split(separator: " ", maxSplits: 2).dropFirst().first
+            return level == "error" || level == "critical"
+        }
+    }
+
     /// Waits up to `timeout` for the mount process to exit; returns its wait
     /// status (raw, as from waitpid) if it could be collected, or nil while
     /// it still runs. A background process is reaped here (we are its

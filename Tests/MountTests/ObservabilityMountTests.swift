@@ -69,6 +69,14 @@ extension MountTests {
             #expect(after.value("bucketfs_uploads_in_flight") == 0)
             #expect(after.value("bucketfs_pending_uploads") == 0)
             #expect(delta("bucketfs_http_retries_total") == 0)
+
+            // A clean unmount (control socket and metrics endpoint stopped
+            // on the way) logs nothing at error level.
+            let unmounted = try await runBucketfs(["unmount", mount.path])
+            #expect(unmounted.ok, "\(unmounted.summary)")
+            let ended = await mount.waitForExit(.seconds(10))
+            #expect(ended.exited, "bucketfs still runs 10 s after `bucketfs unmount`")
+            #expect(mount.logTail().contains("unmounted") && mount.errorLogLines().isEmpty, "\(mount.errorLogLines())")
         }
 
         @Test("a second mount on the same cache directory reads from the block cache: hits counted")

@@ -259,6 +259,8 @@ extension MountTests {
             #expect(try await waitFor("STOPPING=1"), "messages: \(messages())")
             let ended = await mount.waitForExit(.seconds(20))
             #expect(ended.exited && ended.status == 0, "\(ended)")
+            #expect(mount.errorLogLines().isEmpty, "a clean unmount logs no error: \(mount.errorLogLines())")
+            #expect(mount.logTail().contains("unmounted"), "\(mount.logTail())")
         }
 
         @Test("the README's systemd unit passes systemd-analyze verify")

@@ -218,6 +218,29 @@ extension MountTests {
             #expect(!Kernel.isMounted(mountpoint))
         }
 
+        /// The README's first steps for a user with no objects yet: the
+        /// folder is ENOENT until `mkdir -p` stores its placeholder.
+        @Test("a new user's folder: ENOENT at first, then mkdir -p, ls -l and cp as the README shows")
+        func newUsersFolder() async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            let mount = try await s.mount(as: s.a)
+            defer { mount.cleanup() }
+            let mine = mount.at("users/\(s.a.uid)")
+            let before = try await Self.run("/bin/ls", ["-l", mine + "/"])
+            #expect(!before.ok && before.stderr.contains("No such file or directory"), "\(before.summary)")
+            let mkdir = try await Self.run("/bin/mkdir", ["-p", mine])
+            #expect(mkdir.ok, "\(mkdir.summary)\nlog:\n\(mount.logTail())")
+            #expect(try await s.gcs.resource("users/\(s.a.uid)/") != nil, "mkdir -p stored the placeholder")
+            let empty = try await Self.run("/bin/ls", ["-l", mine + "/"])
+            #expect(empty.ok && empty.lines == ["total 0"], "\(empty.summary) \(empty.out)")
+            let report = s.scratch + "/report.pdf"
+            try Data("%PDF-1.7\n".utf8).write(to: URL(fileURLWithPath: report))
+            let cp = try await Self.run("/bin/cp", [report, mine + "/"])
+            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+            #expect(try await s.gcs.download("users/\(s.a.uid)/report.pdf") == Data("%PDF-1.7\n".utf8))
+        }
+
         /// As an unreachable storage endpoint (Lifecycle.deadEndpoint): exit
         /// 4 within the preflight's 15 s, or sooner when the retry budget
         /// is shorter, not exit 3 after the sign-in's whole retry budget

@@ -218,6 +218,33 @@ extension MountTests {
             #expect(!Kernel.isMounted(mountpoint))
         }
 
+        /// v0 listings return no placeholders: each listed directory's is
+        /// read, so its mode and owner are the placeholder's (issue 17,
+        /// item 1), not the mount's defaults.
+        @Test("ls -l of a folder shows each subdirectory's stored mode and owner")
+        func listedDirectoriesKeepTheirModes() async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            let folder = "users/\(s.a.uid)"
+            try await s.gcs.put("\(folder)/private/", Data(), metadata: [
+                "goog-reserved-posix-mode": "700", "goog-reserved-posix-uid": "1001", "goog-reserved-posix-gid": "1001",
+            ])
+            try await s.gcs.put("\(folder)/private/secret", Data("s\n".utf8))
+            try await s.gcs.put("\(folder)/shared/", Data(), metadata: ["goog-reserved-posix-mode": "1777"])
+            try await s.gcs.put("\(folder)/implicit/f", Data("f\n".utf8))
+            let mount = try await s.mount(as: s.a)
+            defer { mount.cleanup() }
+            let listing = try await Self.run("/bin/ls", ["-ln", mount.at(folder)])
+            #expect(listing.ok, "\(listing.summary)")
+            let modes = Dictionary(listing.lines.dropFirst().map { line in
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                return (String(fields.last!), "\(fields[0]) \(fields[2]):\(fields[3])")
+            }, uniquingKeysWith: { a, _ in a })
+            #expect(modes["private"] == "drwx------ 1001:1001", "\(listing.out)")
+            #expect(modes["shared"]?.hasPrefix("drwxrwxrwt ") == true, "\(listing.out)")
+            #expect(modes["implicit"]?.hasPrefix("drwxr-xr-x ") == true, "no placeholder: the defaults; \(listing.out)")
+        }
+
         /// The README's first steps for a user with no objects yet: the
         /// folder is ENOENT until `mkdir -p` stores its placeholder.
         @Test("a new user's folder: ENOENT at first, then mkdir -p, ls -l and cp as the README shows")

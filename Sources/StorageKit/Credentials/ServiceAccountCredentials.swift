@@ -160,13 +160,10 @@ public final class ServiceAccountCredentials: CredentialsProvider, CustomStringC
     ) async throws -> AccessToken {
         let now = clock()
         let assertion = try key.assertion(scope: scope, issuedAt: now)
-        let body = "grant_type=" + formEncode("urn:ietf:params:oauth:grant-type:jwt-bearer")
-            + "&assertion=" + formEncode(assertion)
-        let request = HTTPRequest(
-            method: .post, url: key.tokenURI,
-            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
-            body: .bytes(Data(body.utf8)), isIdempotent: true)
-        let response = try await transport.send(request)
+        let body = OAuthForm.encode([
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion),
+        ])
+        let response = try await transport.send(OAuthForm.post(key.tokenURI, body: body))
         let token = try TokenResponse.parse(response, endpoint: key.tokenURI, requestedAt: now, redacting: [assertion])
         logger.debug("obtained access token", metadata: [
             "account": "\(key.clientEmail)",

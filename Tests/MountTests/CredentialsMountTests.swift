@@ -134,3 +134,53 @@ extension MountTests.CredentialFiles {
         #expect(!Kernel.isMounted(dirs.path))
     }
 }
+
+extension MountTests.CredentialFiles {
+    static let audience = "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/test"
+
+    @Test("an external_account file (file-sourced subject token): requests carry the STS token and the quota project")
+    func externalAccount() async throws {
+        let seen = try await Self.mountAndUse { server, dirs in
+            let subject = dirs.base + "/subject-token"
+            try Data("test-subject-token\n".utf8).write(to: URL(fileURLWithPath: subject))
+            let file = dirs.base + "/external.json"
+            let object: [String: Any] = [
+                "type": "external_account", "audience": Self.audience,
+                "subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "token_url": server.base + "/sts",
+                "credential_source": ["file": subject], "quota_project_id": "quota-ext",
+            ]
+            try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: file))
+            return ["--key-file", file]
+        }
+        #expect(seen.requests.count >= 3, "\(seen.requests)")
+        for request in seen.requests {
+            #expect(request.authorization?.hasPrefix("Bearer sts-") == true, "\(request)")
+            #expect(request.userProject == "quota-ext", "\(request)")
+        }
+        #expect(seen.status.contains("credentials: external account \(Self.audience)"), "\(seen.status)")
+        #expect(!seen.log.contains("test-subject-token"))
+    }
+
+    @Test("an impersonated_service_account file: requests carry the IAM-minted token of its service account")
+    func impersonatedServiceAccountFile() async throws {
+        let seen = try await Self.mountAndUse { server, dirs in
+            let user = try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: try Self.userFile(server, dirs, quota: "unused"))))
+            let file = dirs.base + "/impersonated.json"
+            let object: [String: Any] = [
+                "type": "impersonated_service_account",
+                "service_account_impersonation_url":
+                    "\(server.base)/v1/projects/-/serviceAccounts/\(Self.target):generateAccessToken",
+                "source_credentials": user, "delegates": [String](), "quota_project_id": "quota-imp",
+            ]
+            try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: file))
+            return ["--key-file", file]
+        }
+        #expect(seen.requests.count >= 3, "\(seen.requests)")
+        for request in seen.requests {
+            #expect(request.authorization?.hasSuffix("-\(Self.target)") == true, "\(request)")
+            #expect(request.userProject == "quota-imp", "\(request)")
+        }
+        #expect(seen.status.contains("credentials: impersonated service account \(Self.target)"), "\(seen.status)")
+    }
+}

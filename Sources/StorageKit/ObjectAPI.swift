@@ -91,7 +91,7 @@ struct ObjectAPI: Sendable {
     ) async throws(StorageError) -> HTTPResponse {
         var refreshed = false
         while true {
-            var authorized = request
+            var authorized = billed(request)
             do {
                 if let header = try await configuration.credentials.authorizationHeader() {
                     authorized.headers["Authorization"] = header
@@ -117,6 +117,25 @@ struct ObjectAPI: Sendable {
             if response.isSuccess || accepting.contains(response.status) { return response }
             throw StorageError.from(response: response, bucket: bucket, object: object)
         }
+    }
+
+    /// The request with the projects to charge: the credentials' quota
+    /// project as `x-goog-user-project`
+    /// (https://cloud.google.com/apis/docs/system-parameters), and the
+    /// billing project of a requester-pays bucket as `userProject` on the
+    /// JSON API's URLs (https://cloud.google.com/storage/docs/requester-pays).
+    /// Firebase's v0 API knows neither.
+    private func billed(_ request: HTTPRequest) -> HTTPRequest {
+        guard dialect == .jsonAPI else { return request }
+        var billed = request
+        if let project = configuration.credentials.quotaProject {
+            billed.headers["x-goog-user-project"] = project
+        }
+        if let project = configuration.billingProject, billed.url.hasPrefix(base + "/"),
+           !billed.url.contains("userProject=") {
+            billed.url += (billed.url.contains("?") ? "&" : "?") + "userProject=" + Self.encode(project)
+        }
+        return billed
     }
 
     /// A transport failure that survived the retry budget.

@@ -178,6 +178,10 @@ public struct StorageConfiguration: Sendable {
     /// The chunk of a resumable upload; rounded to a multiple of 256 KiB.
     public var uploadChunkSize: Int64
     public var logger: Logger
+    /// The project billed for requests to a requester-pays bucket, sent as
+    /// the JSON API's `userProject` parameter
+    /// (https://cloud.google.com/storage/docs/requester-pays).
+    public var billingProject: String?
     private var explicitEndpoint: URL?
     /// Emulators named by the environment, per dialect.
     private var environmentEndpoints: [StorageDialect: URL] = [:]

@@ -31,32 +31,41 @@ public struct ServerResponse: Sendable, Equatable, CustomStringConvertible {
     public let message: String?
     /// `error.errors[0].reason` of a JSON error body (e.g. "notFound").
     public let reason: String?
+    /// `error.errors[0].domain` of a JSON error body (e.g. "global",
+    /// "usageLimits").
+    public let domain: String?
     /// The body as text, cut at `maxBodyText` characters.
     public let bodyText: String
 
     static let maxBodyText = 2048
 
-    public init(status: Int, message: String? = nil, reason: String? = nil, bodyText: String = "") {
+    public init(
+        status: Int, message: String? = nil, reason: String? = nil, domain: String? = nil, bodyText: String = ""
+    ) {
         self.status = status
         self.message = message
         self.reason = reason
+        self.domain = domain
         self.bodyText = bodyText
     }
 
     public init(_ response: HTTPResponse) {
         var message: String?
         var reason: String?
+        var domain: String?
         if let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
            let error = json["error"] as? [String: Any] {
             message = error["message"] as? String
-            reason = (error["errors"] as? [[String: Any]])?.first?["reason"] as? String
+            let first = (error["errors"] as? [[String: Any]])?.first
+            reason = first?["reason"] as? String
+            domain = first?["domain"] as? String
         } else if let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] {
             // OAuth-style errors: {"error": "invalid_grant", "error_description": "…"}
             message = (json["error_description"] as? String) ?? (json["error"] as? String)
         }
         let text = String(decoding: response.body.prefix(Self.maxBodyText * 4), as: UTF8.self)
         self.init(
-            status: response.status, message: message, reason: reason,
+            status: response.status, message: message, reason: reason, domain: domain,
             bodyText: String(text.prefix(Self.maxBodyText)))
     }
 
@@ -129,6 +138,12 @@ public enum StorageError: Error, Sendable {
     /// request addressed (nil for bucket-level requests such as list).
     /// 408 and 5xx are reported as `retryLimitExceeded` because the
     /// transport only hands them up once its retries are spent.
+    ///
+    /// The class comes from what was asked and from the error's structure
+    /// (status, reason, domain), never from words in its message: messages
+    /// quote bucket and object names ("Live version of object
+    /// tb-bucket/cf/ does not exist." from storage-testbench), and a name
+    /// may contain any word.
     public static func from(response: HTTPResponse, bucket: String, object: String?) -> StorageError {
         let server = ServerResponse(response)
         let said = redact(server.summary)
@@ -138,10 +153,14 @@ public enum StorageError: Error, Sendable {
         case 401:
             return .unauthenticated(said)
         case 403:
+            if server.domain == "usageLimits" { return .quotaExceeded(said) }
             if let reason = server.reason, quotaReasons.contains(reason) { return .quotaExceeded(said) }
             return .unauthorized("\(target(bucket, object)): \(said)")
         case 404:
-            guard let object, !mentionsMissingBucket(server) else { return .bucketNotFound(bucket) }
+            // A bucket call (list, bucket metadata) that is not found has
+            // no bucket; an object call has no object, unless the answer is
+            // the one GCS gives for an object call into a missing bucket.
+            guard let object, server.message != missingBucketMessage else { return .bucketNotFound(bucket) }
             return .objectNotFound(object)
         case 412:
             return .preconditionFailed("\(target(bucket, object)): \(said)")
@@ -155,19 +174,19 @@ public enum StorageError: Error, Sendable {
     }
 
     /// Reasons Cloud Storage gives with a 403 when a limit, not a
-    /// permission, is the problem.
+    /// permission, is the problem (domain "usageLimits"; see
+    /// https://cloud.google.com/storage/docs/json_api/v1/status-codes).
     private static let quotaReasons: Set<String> = [
         "rateLimitExceeded", "userRateLimitExceeded", "quotaExceeded", "dailyLimitExceeded",
     ]
 
-    /// "The specified bucket does not exist." (GCS) or a similar message:
-    /// an object request that failed because the bucket is missing.
-    private static func mentionsMissingBucket(_ server: ServerResponse) -> Bool {
-        guard let message = server.message?.lowercased() else { return false }
-        if message.hasPrefix("no such object") { return false }
-        return message.contains("bucket")
-            && (message.contains("not exist") || message.contains("not found") || message.contains("no such"))
-    }
+    /// GCS's whole message for an object call into a missing bucket. Its
+    /// reason is "notFound" as for a missing object, so this fixed sentence,
+    /// which quotes no name, is the only sign; it is compared whole.
+    /// Servers that say it otherwise (fake-gcs-server's "Not Found" for
+    /// both) read as a missing object; `bucketfs mount` learns of a missing
+    /// bucket from its preflight listing, a bucket call.
+    static let missingBucketMessage = "The specified bucket does not exist."
 
     private static func target(_ bucket: String, _ object: String?) -> String {
         object.map { "gs://\(bucket)/\($0)" } ?? "gs://\(bucket)"

@@ -12,6 +12,7 @@ enum ArgumentRewriting {
         "recovery-retry-interval", "config", "kernel-read-ahead", "log-format", "metrics-address",
         "firebase-api-key", "firebase-email", "firebase-password-file", "firebase-refresh-token-file",
         "firebase-custom-token-file", "firebase-auth-emulator", "rename-copy-limit", "listing-stat-width",
+        "impersonate-service-account", "iam-endpoint", "billing-project",
     ]
     static let flagOptions: Set<String> = [
         "anonymous", "read-only", "foreground", "allow-other", "retry-pending", "firebase-anonymous",

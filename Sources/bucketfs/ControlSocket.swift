@@ -38,6 +38,9 @@ struct MountStatusReport: Codable, Sendable {
     var uptimeSeconds: Double
     var readOnly: Bool
     var cacheDirectory: String
+    /// The credentials' type and identity, never a secret (nil from a
+    /// mount of an older bucketfs, which did not report them).
+    var credentials: String?
     var settings: [String: String]
     var filesystem: FileSystemStatus
 }

@@ -66,6 +66,11 @@ struct MountCommand: AsyncParsableCommand {
         let logger = Logger(label: "bucketfs")
         let transport = HTTPTransport(configuration: process.transportConfiguration, logger: Logger(label: "bucketfs.transport"))
         var configuration = try storageOptions.configuration(transport: transport)
+        let credentials = configuration.credentials
+        logger.info("credentials", metadata: [
+            "identity": "\(credentials.identity)", "api": "\(configuration.dialect)",
+            "endpoint": "\(configuration.endpoint.absoluteString)",
+        ])
         configuration.logger = Logger(label: "bucketfs.storage")
         configuration.uploadChunkSize = Int64(process.uploadChunkMiB) << 20
         let storage = Storage(bucket: target.bucket, configuration: configuration)
@@ -91,7 +96,8 @@ struct MountCommand: AsyncParsableCommand {
         }
         let description = MountDescription(
             mountpoint: MountWatch.absolute(mountpoint), bucket: target.bucket, prefix: target.prefix,
-            readOnly: options.readOnly, cacheDirectory: options.cacheDirectory!, settings: settings(options))
+            readOnly: options.readOnly, cacheDirectory: options.cacheDirectory!, settings: settings(options),
+            credentials: { credentials.identity })
         try await MountRunner(
             filesystem: fs, description: description, mountpoint: mountpoint,
             fuseOptions: filesystem.fuseOptions(bucketURL: target.description),

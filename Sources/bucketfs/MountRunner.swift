@@ -94,6 +94,9 @@ struct MountDescription: Sendable {
     let cacheDirectory: String
     /// The options in effect (after the config file, environment and flags).
     let settings: [String: String]
+    /// Who the mount acts as (`CredentialsProvider.identity`), asked at
+    /// every report: a Firebase user is known only after signing in.
+    let credentials: @Sendable () -> String
     let startedAt = Date()
     let started = ContinuousClock.now
 
@@ -101,6 +104,6 @@ struct MountDescription: Sendable {
         MountStatusReport(
             mountpoint: mountpoint, bucket: bucket, prefix: prefix, pid: getpid(), startedAt: startedAt,
             uptimeSeconds: (ContinuousClock.now - started).seconds, readOnly: readOnly,
-            cacheDirectory: cacheDirectory, settings: settings, filesystem: filesystem)
+            cacheDirectory: cacheDirectory, credentials: credentials(), settings: settings, filesystem: filesystem)
     }
 }

@@ -71,6 +71,7 @@ enum StatusText {
     static func render(_ r: MountStatusReport) -> String {
         let fs = r.filesystem
         var lines = ["\(r.mountpoint)  gs://\(r.bucket)/\(r.prefix)\(r.readOnly ? "  (read-only)" : "")  pid \(r.pid)  up \(duration(r.uptimeSeconds))"]
+        if let credentials = r.credentials { lines.append("  credentials: \(credentials)") }
         lines.append("  pending uploads: \(fs.pendingUploads.count)")
         for upload in fs.pendingUploads {
             lines.append("    \(upload.path)  \(bytes(upload.size))  \(upload.state), \(upload.openHandles) open")

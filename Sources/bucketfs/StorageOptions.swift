@@ -15,8 +15,19 @@ struct StorageOptions: ParsableArguments {
         discussion: "Default: STORAGE_EMULATOR_HOST when set, else https://storage.googleapis.com; with a Firebase sign-in FIREBASE_STORAGE_EMULATOR_HOST, else https://firebasestorage.googleapis.com."))
     var endpoint: String?
 
-    @Option(name: .customLong("key-file"), help: "Service-account JSON key file.")
+    @Option(name: .customLong("key-file"), help: ArgumentHelp(
+        "Google credentials JSON file: a service-account key, or an authorized_user, external_account or impersonated_service_account file.",
+        discussion: "Default: Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS, then gcloud's application_default_credentials.json, then the metadata server."))
     var keyFile: String?
+
+    @Option(name: .customLong("impersonate-service-account"), help: "Act as this service account (EMAIL), with tokens the IAM Credentials API mints for the credentials chosen otherwise.")
+    var impersonateServiceAccount: String?
+
+    @Option(name: .customLong("iam-endpoint"), help: "The IAM Credentials API for --impersonate-service-account (default: https://iamcredentials.googleapis.com).")
+    var iamEndpoint: String?
+
+    @Option(name: .customLong("billing-project"), help: "Project billed for requests to a requester-pays bucket (sent as userProject).")
+    var billingProject: String?
 
     @Option(name: .customLong("token-file"), help: "File holding an OAuth2 access token (re-read when it changes).")
     var tokenFile: String?
@@ -55,6 +66,15 @@ struct StorageOptions: ParsableArguments {
         if [keyFile != nil, tokenFile != nil, anonymous, firebase].filter({ $0 }).count > 1 {
             throw ValidationError("choose one of --key-file, --token-file, --anonymous and a Firebase sign-in")
         }
+        if impersonateServiceAccount != nil && (anonymous || firebase) {
+            throw ValidationError("--impersonate-service-account needs Google credentials, not --anonymous or a Firebase sign-in")
+        }
+        if iamEndpoint != nil && impersonateServiceAccount == nil {
+            throw ValidationError("--iam-endpoint goes with --impersonate-service-account")
+        }
+        if billingProject != nil && firebase {
+            throw ValidationError("--billing-project is for the Cloud Storage JSON API, not a Firebase sign-in")
+        }
         if firebaseMethods > 1 {
             throw ValidationError("choose one Firebase sign-in: --firebase-email, --firebase-refresh-token-file, --firebase-custom-token-file or --firebase-anonymous")
         }
@@ -86,17 +106,37 @@ struct StorageOptions: ParsableArguments {
                     auth.useEmulator(withHost: name, port: port)
                 }
                 configuration.credentials = FirebaseAuthCredentials(auth: auth, signIn: signIn, logger: Logger(label: "bucketfs.credentials"))
-            } else if let keyFile {
-                configuration.credentials = try ServiceAccountCredentials(keyFile: keyFile, transport: transport)
-            } else if let tokenFile {
-                configuration.credentials = StaticTokenCredentials(tokenFile: tokenFile)
-            } else if !anonymous, endpoint == nil, environment["STORAGE_EMULATOR_HOST"] == nil {
-                configuration.credentials = try Credentials.fromEnvironment(environment, transport: transport)
+            } else if let google = try googleCredentials(environment: environment, transport: transport) {
+                configuration.credentials = google
             }
         } catch let error as CredentialsError {
             throw CLIError.bucket("credentials: \(error)", exitCode: 3)
         }
+        configuration.billingProject = billingProject
         return configuration
+    }
+
+    /// OAuth credentials: the key or token file given, else (unless
+    /// anonymous, or an emulator is named without impersonation) the
+    /// Application Default Credentials; wrapped for impersonation when asked.
+    private func googleCredentials(
+        environment: [String: String], transport: HTTPTransport
+    ) throws(CredentialsError) -> (any CredentialsProvider)? {
+        let base: (any CredentialsProvider)?
+        if let keyFile {
+            base = try CredentialsFile.load(keyFile, transport: transport)
+        } else if let tokenFile {
+            base = StaticTokenCredentials(tokenFile: tokenFile)
+        } else if !anonymous,
+                  impersonateServiceAccount != nil || (endpoint == nil && (environment["STORAGE_EMULATOR_HOST"] ?? "").isEmpty) {
+            base = try Credentials.fromEnvironment(environment, transport: transport)
+        } else {
+            base = nil
+        }
+        guard let base, let email = impersonateServiceAccount else { return base }
+        return ImpersonatedCredentials(
+            serviceAccount: email, source: base, endpoint: iamEndpoint ?? ImpersonatedCredentials.iamCredentialsEndpoint,
+            transport: transport)
     }
 
     /// The Firebase sign-in asked for, its secrets read from their files

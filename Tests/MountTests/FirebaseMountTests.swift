@@ -156,6 +156,9 @@ extension MountTests {
             #expect(log.contains("refreshed ID token"), "the 4 s token was renewed\nlog:\n\(mount.logTail())")
             let password = try String(contentsOfFile: s.a.passwordFile, encoding: .utf8).trimmingCharacters(in: .newlines)
             #expect(!log.contains(password) && !log.contains(Self.apiKey) && !log.contains("eyJ"), "no secret in the log")
+            // Who the mount signed in as.
+            let status = try await runBucketfs(["status", mount.path])
+            #expect(status.out.contains("credentials: Firebase user \(s.a.uid) (\(s.a.email))"), "\(status.summary)")
         }
 
         @Test("signed in as A: B's folder is EACCES on list, read and write, with nothing lost; public/ is readable", .timeLimit(.minutes(3)))

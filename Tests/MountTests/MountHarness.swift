@@ -755,7 +755,9 @@ struct DirectGCS: Sendable {
         let response = try await Self.transport.send(HTTPRequest(method: .get, url: base + "/_requests", isIdempotent: true))
         let list = (try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]]) ?? []
         return list.map {
-            LoggedRequest(method: $0["method"] as? String ?? "", path: $0["path"] as? String ?? "", query: $0["query"] as? String ?? "")
+            LoggedRequest(
+                method: $0["method"] as? String ?? "", path: $0["path"] as? String ?? "", query: $0["query"] as? String ?? "",
+                authorization: $0["authorization"] as? String, userProject: $0["userProject"] as? String)
         }
     }
 }
@@ -767,6 +769,9 @@ struct LoggedRequest: Sendable, CustomStringConvertible {
     /// As sent (URL-encoded).
     let path: String
     let query: String
+    /// fake_gcs.py only: the Authorization and x-goog-user-project headers.
+    var authorization: String? = nil
+    var userProject: String? = nil
 
     var decodedPath: String { path.removingPercentEncoding ?? path }
 

@@ -81,9 +81,11 @@ Test controls (not recorded, never faulted):
   each becomes a full object when first read or changed.
 * ``POST /_reset`` clears objects, sessions, rewrite tokens, faults and the
   request list (generations keep increasing).
-* ``GET /_requests`` JSON list of ``{"method","path","query"}`` seen (path
-  as sent, still URL-encoded; query the raw query string) excluding ``/_``
-  paths; ``POST /_requests/clear`` empties it.
+* ``GET /_requests`` JSON list of ``{"method","path","query",
+  "authorization","userProject"}`` seen (path as sent, still URL-encoded;
+  query the raw query string; the Authorization and x-goog-user-project
+  headers, or null) excluding ``/_`` paths; ``POST /_requests/clear``
+  empties it.
 """
 
 import argparse
@@ -1137,7 +1139,11 @@ class Handler(BaseHTTPRequestHandler):
             self._send(reply)
             return
         with STATE.lock:
-            STATE.requests.append({"method": method, "path": path, "query": raw_query})
+            STATE.requests.append({
+                "method": method, "path": path, "query": raw_query,
+                "authorization": self.headers.get("Authorization"),
+                "userProject": self.headers.get("x-goog-user-project"),
+            })
         fault = STATE.take_fault(method, target)
         execute = fault is None or not (fault.get("status") or fault.get("drop")) or fault.get("apply")
         reply = None

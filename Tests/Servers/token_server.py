@@ -10,20 +10,41 @@ It plays two roles:
   code cannot be mirrored by a bug here.
 * The GCE metadata server
   (``GET /computeMetadata/v1/instance/service-accounts/default/token``),
-  which demands the ``Metadata-Flavor: Google`` header.
+  which demands the ``Metadata-Flavor: Google`` header, and answers
+  ``GET /computeMetadata/v1/`` with ``Metadata-Flavor: Google`` (the probe
+  Google's libraries make; https://cloud.google.com/compute/docs/metadata/querying-metadata).
+* The refresh-token grant of a gcloud ``authorized_user`` file at ``/token``
+  (https://developers.google.com/identity/protocols/oauth2/web-server#offline):
+  client id, secret and refresh token must be the ``--client-id``,
+  ``--client-secret`` and ``--refresh-token`` given; tokens ``user-N``.
+* The Security Token Service at ``POST /sts``
+  (https://cloud.google.com/iam/docs/reference/sts/rest/v1/TopLevel/token):
+  the token-exchange grant with ``--audience`` and ``--subject-token``;
+  tokens ``sts-N``.
+* A subject-token URL at ``GET /subject``, for URL-sourced external
+  accounts (https://google.aip.dev/auth/4117): it demands the header
+  ``X-Test-Subject: yes`` and answers ``{"token": SUBJECT}``.
+* IAM Credentials ``generateAccessToken`` at
+  ``POST /v1/projects/-/serviceAccounts/EMAIL:generateAccessToken``
+  (https://cloud.google.com/iam/docs/reference/credentials/rest/v1/projects.serviceAccounts/generateAccessToken):
+  the caller's bearer token must be one this server issued; tokens
+  ``iam-N-EMAIL``, with ``expireTime`` an hour ahead.
 
 Test controls:
 
 * ``GET /_count``: how many tokens have been issued, as ``{"count": n}``.
+* ``GET /_log``: ``[{"path", "authorization"}]`` of the token requests.
 * ``POST /_advance?seconds=N``: moves the server's clock forward, so that a
   client whose injected clock jumped ahead still passes the iat/exp checks.
 * ``POST /_metadata_fail?status=N``: the next metadata token request
   answers status N.
 
-Usage: token_server.py --port 0 --public-key key.pem --kid ID --issuer EMAIL
-       [--scope SCOPE]
-Prints ``READY <port>`` on stdout once listening, and exits on SIGTERM or
-when its stdin reaches EOF (the test process died without stopping it).
+Usage: token_server.py --port 0 [--public-key key.pem --kid ID --issuer EMAIL]
+       [--scope SCOPE] [--client-id ID --client-secret S --refresh-token T]
+       [--audience A --subject-token T]
+Prints ``READY <port>`` on stdout once listening, and exits on SIGTERM or,
+when its stdin is a pipe, when that reaches EOF (the test process died
+without stopping it).
 Standard library only, apart from ``cryptography``.
 """
 
@@ -31,7 +52,9 @@ import argparse
 import base64
 import json
 import os
+import re
 import signal
+import stat
 import sys
 import threading
 import time
@@ -43,6 +66,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+GENERATE_ACCESS_TOKEN = re.compile(r"^/v1/projects/-/serviceAccounts/([^/:]+):generateAccessToken$")
 METADATA_TOKEN_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
 MAX_SKEW = 300  # seconds of clock difference tolerated on iat
 
@@ -56,15 +82,19 @@ class State:
         self.clock_offset = 0.0
         self.metadata_fail = None
         self.port = 0
+        self.tokens = set()
+        self.log = []
 
     def now(self):
         with self.lock:
             return time.time() + self.clock_offset
 
-    def issue(self):
+    def issue(self, prefix="tok"):
         with self.lock:
             self.issued += 1
-            return "tok-%d" % self.issued
+            token = "%s-%d" % (prefix, self.issued)
+            self.tokens.add(token)
+            return token
 
 
 class Refused(Exception):
@@ -77,6 +107,8 @@ def b64url_decode(part):
 
 def verify_assertion(state, assertion):
     """Checks the JWT as Google would; raises Refused with the reason."""
+    if state.public_key is None:
+        raise Refused("this server was started without --public-key")
     parts = assertion.split(".")
     if len(parts) != 3:
         raise Refused("assertion is not a three-part JWT")
@@ -136,8 +168,55 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def token(self):
-        return {"access_token": self.state.issue(), "expires_in": 3600, "token_type": "Bearer"}
+    def token(self, prefix="tok"):
+        return {"access_token": self.state.issue(prefix), "expires_in": 3600, "token_type": "Bearer"}
+
+    def refresh_grant(self, form):
+        """The refresh-token grant; None when it holds, else the refusal."""
+        args = self.state.args
+        expected = {"client_id": args.client_id, "client_secret": args.client_secret,
+                    "refresh_token": args.refresh_token}
+        for name, value in expected.items():
+            if form.get(name) != [value]:
+                return {"error": "invalid_grant" if name == "refresh_token" else "invalid_client",
+                        "error_description": "wrong %s" % name}
+        return None
+
+    def exchange(self, form):
+        """The STS token exchange (RFC 8693 as Google's STS takes it)."""
+        args = self.state.args
+        if form.get("grant_type") != [TOKEN_EXCHANGE]:
+            return self.reply(400, {"error": "unsupported_grant_type"})
+        if form.get("requested_token_type") != [ACCESS_TOKEN_TYPE]:
+            return self.reply(400, {"error": "invalid_request", "error_description": "requested_token_type"})
+        if form.get("audience") != [args.audience]:
+            return self.reply(400, {"error": "invalid_target", "error_description": "unknown audience"})
+        if not form.get("subject_token_type") or not form.get("scope"):
+            return self.reply(400, {"error": "invalid_request", "error_description": "subject_token_type and scope"})
+        if form.get("subject_token") != [args.subject_token]:
+            return self.reply(400, {"error": "invalid_grant", "error_description": "the subject token is not valid"})
+        self.reply(200, dict(self.token("sts"), issued_token_type=ACCESS_TOKEN_TYPE))
+
+    def generate_access_token(self, email, body):
+        authorization = self.headers.get("Authorization", "")
+        token = authorization[len("Bearer "):] if authorization.startswith("Bearer ") else None
+        with self.state.lock:
+            known = token in self.state.tokens
+        if not known:
+            return self.reply(401, {"error": {"code": 401, "message": "Request had invalid authentication credentials.",
+                                              "status": "UNAUTHENTICATED"}})
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            request = None
+        if not isinstance(request, dict) or not request.get("scope"):
+            return self.reply(400, {"error": {"code": 400, "message": "scope is required", "status": "INVALID_ARGUMENT"}})
+        expiry = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.state.now() + 3600))
+        self.reply(200, {"accessToken": self.state.issue("iam") + "-" + email, "expireTime": expiry})
+
+    def record(self, path):
+        with self.state.lock:
+            self.state.log.append({"path": path, "authorization": self.headers.get("Authorization")})
 
     def read_body(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -148,6 +227,24 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/_count":
             with self.state.lock:
                 return self.reply(200, {"count": self.state.issued})
+        if url.path == "/_log":
+            with self.state.lock:
+                return self.reply(200, list(self.state.log))
+        self.record(url.path)
+        if url.path == "/computeMetadata/v1/":
+            if self.headers.get("Metadata-Flavor") != "Google":
+                return self.reply(403, {"error": "forbidden"})
+            body = b"instance/\nproject/\n"
+            self.send_response(200)
+            self.send_header("Metadata-Flavor", "Google")
+            self.send_header("Content-Type", "application/text")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            return self.wfile.write(body)
+        if url.path == "/subject":
+            if self.headers.get("X-Test-Subject") != "yes":
+                return self.reply(403, {"error": "missing X-Test-Subject header"})
+            return self.reply(200, {"token": self.state.args.subject_token})
         if url.path == METADATA_TOKEN_PATH:
             if self.headers.get("Metadata-Flavor") != "Google":
                 return self.reply(403, {"error": "forbidden",
@@ -172,12 +269,21 @@ class Handler(BaseHTTPRequestHandler):
             with self.state.lock:
                 self.state.metadata_fail = int(query["status"][0])
             return self.reply(200, {})
-        if url.path != "/token":
+        self.record(url.path)
+        impersonation = GENERATE_ACCESS_TOKEN.match(url.path)
+        if impersonation:
+            return self.generate_access_token(impersonation.group(1).replace("%40", "@"), body)
+        if url.path not in ("/token", "/sts"):
             return self.reply(404, {"error": "not_found"})
         if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
             return self.reply(400, {"error": "invalid_request",
                                     "error_description": "body must be application/x-www-form-urlencoded"})
         form = parse_qs(body.decode("ascii", "replace"), keep_blank_values=True)
+        if url.path == "/sts":
+            return self.exchange(form)
+        if form.get("grant_type") == ["refresh_token"]:
+            refusal = self.refresh_grant(form)
+            return self.reply(400, refusal) if refusal else self.reply(200, self.token("user"))
         if form.get("grant_type") != [JWT_BEARER]:
             return self.reply(400, {"error": "unsupported_grant_type",
                                     "error_description": "grant_type must be %s" % JWT_BEARER})
@@ -208,19 +314,29 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--public-key", required=True, help="PEM file of the service account's public key")
-    parser.add_argument("--kid", required=True, help="expected private_key_id")
-    parser.add_argument("--issuer", required=True, help="expected client_email")
+    parser.add_argument("--public-key", help="PEM file of the service account's public key (without it the JWT grant is refused)")
+    parser.add_argument("--kid", help="expected private_key_id")
+    parser.add_argument("--issuer", help="expected client_email")
     parser.add_argument("--scope", default="https://www.googleapis.com/auth/devstorage.full_control")
+    parser.add_argument("--client-id", default="test-client.apps.googleusercontent.com")
+    parser.add_argument("--client-secret", default="test-client-secret")
+    parser.add_argument("--refresh-token", default="1//test-refresh-token")
+    parser.add_argument("--audience", default="//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/test")
+    parser.add_argument("--subject-token", default="test-subject-token")
     args = parser.parse_args()
-    with open(args.public_key, "rb") as file:
-        public_key = serialization.load_pem_public_key(file.read())
+    public_key = None
+    if args.public_key:
+        with open(args.public_key, "rb") as file:
+            public_key = serialization.load_pem_public_key(file.read())
 
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     server.state = State(args, public_key)
     server.state.port = server.server_address[1]
-    threading.Thread(target=exit_when_parent_goes_away, daemon=True).start()
+    # Watched only when it is a pipe from the parent: a harness that gives
+    # /dev/null stops the server by its pid.
+    if stat.S_ISFIFO(os.fstat(0).st_mode):
+        threading.Thread(target=exit_when_parent_goes_away, daemon=True).start()
     print("READY %d" % server.state.port, flush=True)
     try:
         server.serve_forever()

@@ -305,7 +305,6 @@ import _CryptoExtras
         #expect((account as? ServiceAccountCredentials)?.key.clientEmail == Self.email)
         let metadata = try Credentials.fromEnvironment(["GCE_METADATA_HOST": "127.0.0.1:1"])
         #expect((metadata as? MetadataServerCredentials)?.host == "127.0.0.1:1")
-        #expect(try Credentials.fromEnvironment([:]) is AnonymousCredentials)
         #expect(throws: CredentialsError.self) {
             try Credentials.fromEnvironment(["GOOGLE_APPLICATION_CREDENTIALS": path + ".missing"])
         }
@@ -321,7 +320,7 @@ import _CryptoExtras
 
 /// A freshly generated service account in a temporary directory, removed
 /// when the test is done with it.
-private final class Fixture {
+final class Fixture {
     let directory: URL
     let key: _RSA.Signing.PrivateKey
     /// No retries, so that failure tests are quick.
@@ -369,14 +368,14 @@ private final class Fixture {
 }
 
 /// A clock the tests move by hand.
-private final class TestClock: Sendable {
+final class TestClock: Sendable {
     private let time = Mutex(Date())
     var now: @Sendable () -> Date { { [self] in time.withLock { $0 } } }
     func advance(by seconds: TimeInterval) { time.withLock { $0.addTimeInterval(seconds) } }
 }
 
 /// token_server.py as a child process.
-private final class TokenServer: Sendable {
+final class TokenServer: Sendable {
     struct NotStarted: Error, CustomStringConvertible {
         let description: String
     }
@@ -459,6 +458,13 @@ private final class TokenServer: Sendable {
         clock.advance(by: TimeInterval(seconds))
     }
 
+    /// The token requests seen: path and Authorization header.
+    func log() async throws -> [(path: String, authorization: String?)] {
+        let response = try await transport.send(HTTPRequest(method: .get, url: "\(base)/_log", isIdempotent: true))
+        let entries = try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]] ?? []
+        return entries.map { ($0["path"] as? String ?? "", $0["authorization"] as? String) }
+    }
+
     func failNextMetadataRequest(status: Int) async throws {
         try await control("/_metadata_fail?status=\(status)")
     }
@@ -470,7 +476,7 @@ private final class TokenServer: Sendable {
 }
 
 /// A loopback port with nothing listening (bound, then released).
-private func closedPort() throws -> Int {
+func closedPort() throws -> Int {
     #if canImport(Glibc)
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #else

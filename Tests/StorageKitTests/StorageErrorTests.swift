@@ -44,6 +44,55 @@ import Transport
         #expect(Self.map(404, message: "No such object: bkt/the bucket does not exist").code == .objectNotFound)
     }
 
+    /// The 404 bodies each server sends, with bucket names that contain
+    /// "bucket", so that a message quoting a name reads like one about a
+    /// missing bucket.
+    static func notFoundBody(_ text: String) -> HTTPResponse {
+        HTTPResponse(status: 404, headers: HTTPHeaders([("Content-Type", "application/json")]), body: Data(text.utf8))
+    }
+
+    static let notFoundAnswers: [(server: String, missingObject: String, missingBucket: String)] = [
+        // GCS (https://cloud.google.com/storage/docs/json_api/v1/status-codes):
+        // reason notFound for both; the missing bucket has a fixed sentence.
+        ("GCS",
+         #"{"error":{"code":404,"message":"No such object: my-bucket/the bucket does not exist","errors":[{"message":"No such object: my-bucket/the bucket does not exist","domain":"global","reason":"notFound"}]}}"#,
+         #"{"error":{"code":404,"message":"The specified bucket does not exist.","errors":[{"message":"The specified bucket does not exist.","domain":"global","reason":"notFound"}]}}"#),
+        // storage-testbench (googleapis/storage-testbench, testbench/error.py).
+        ("storage-testbench",
+         #"{"error":{"code":404,"message":"Live version of object tb-bucket/cf/ does not exist.","errors":[{"domain":"global","message":"Live version of object tb-bucket/cf/ does not exist.","reason":"notFound"}]}}"#,
+         #"{"error":{"code":404,"message":"Bucket tb-bucket does not exist.","errors":[{"domain":"global","message":"Bucket tb-bucket does not exist.","reason":"notFound"}]}}"#),
+        // fake-gcs-server: the same body for a missing bucket and object.
+        ("fake-gcs-server",
+         #"{"error":{"code":404,"message":"Not Found","errors":[{"domain":"global","reason":"Not Found","message":"Not Found"}]}}"#,
+         #"{"error":{"code":404,"message":"Not Found","errors":[{"domain":"global","reason":"Not Found","message":"Not Found"}]}}"#),
+        // gcp-storage-emulator: an empty body, or (batch, delete) a message
+        // naming object and bucket.
+        ("gcp-storage-emulator",
+         #"{"error":{"code":404,"message":"Object with name 'a' does not exist in bucket 'test-bucket'","errors":[{"domain":"global","reason":"notFound","message":"Object with name 'a' does not exist in bucket 'test-bucket'"}]}}"#,
+         ""),
+    ]
+
+    @Test func notFoundIsClassifiedByTheCallNotByTheWording() {
+        for answer in Self.notFoundAnswers {
+            let onObject = StorageError.from(
+                response: Self.notFoundBody(answer.missingObject), bucket: "tb-bucket", object: "cf/")
+            #expect(onObject.code == .objectNotFound, "\(answer.server): a missing object")
+            for body in [answer.missingObject, answer.missingBucket] {
+                let onBucket = StorageError.from(response: Self.notFoundBody(body), bucket: "tb-bucket", object: nil)
+                #expect(onBucket.code == .bucketNotFound, "\(answer.server): a bucket call answered \(body)")
+            }
+        }
+        // Only GCS says that an object call failed for want of a bucket.
+        let gcs = Self.notFoundAnswers[0]
+        #expect(StorageError.from(response: Self.notFoundBody(gcs.missingBucket), bucket: "b", object: "o").code == .bucketNotFound)
+    }
+
+    @Test func forbiddenInTheUsageLimitsDomainIsQuotaExceeded() {
+        let body = #"{"error":{"code":403,"message":"bucket over its limit","errors":[{"domain":"usageLimits","reason":"someNewLimit","message":"x"}]}}"#
+        let response = HTTPResponse(status: 403, body: Data(body.utf8))
+        #expect(StorageError.from(response: response, bucket: "b", object: "o").code == .quotaExceeded)
+    }
+
     @Test func forbiddenForQuotaReasonsIsQuotaExceeded() {
         #expect(Self.map(403, message: "Rate limit", reason: "rateLimitExceeded").code == .quotaExceeded)
         #expect(Self.map(403, message: "denied", reason: "forbidden").code == .unauthorized)

@@ -22,11 +22,25 @@ public protocol CredentialsProvider: Sendable {
     /// that the next `authorizationHeader()` fetches a fresh one (the token
     /// may have been revoked before its announced expiry).
     func invalidate() async
+
+    /// Who these credentials act as, for the mount's first log line and
+    /// `bucketfs status`: the type and an identity (an email, a client id,
+    /// an audience, a host), never a secret.
+    var identity: String { get }
+
+    /// The project charged for quota and billing (`quota_project_id` of
+    /// the credentials file), sent as `x-goog-user-project`
+    /// (https://cloud.google.com/apis/docs/system-parameters).
+    var quotaProject: String? { get }
 }
 
 extension CredentialsProvider {
     /// Providers without a cache have nothing to forget.
     public func invalidate() async {}
+
+    public var identity: String { String(describing: self) }
+
+    public var quotaProject: String? { nil }
 
     /// OAuth and anonymous access: the Cloud Storage JSON API.
     public var dialect: StorageDialect { .jsonAPI }
@@ -71,6 +85,7 @@ public enum StorageDialect: String, Sendable, CaseIterable, CustomStringConverti
 public struct AnonymousCredentials: CredentialsProvider, CustomStringConvertible {
     public init() {}
     public func authorizationHeader() async throws -> String? { nil }
+    public var identity: String { "anonymous" }
     public var description: String { "AnonymousCredentials" }
 }
 
@@ -100,6 +115,9 @@ public enum CredentialsError: Error, Sendable, Equatable, CustomStringConvertibl
     /// Something the credentials need is not configured (a Firebase API
     /// key, …); the message says what and where to put it.
     case missingConfiguration(String)
+    /// No credentials anywhere in the Application Default Credentials
+    /// order; `tried` says what was looked at.
+    case noCredentials(tried: [String])
 
     public var description: String {
         switch self {
@@ -119,6 +137,9 @@ public enum CredentialsError: Error, Sendable, Equatable, CustomStringConvertibl
             return "cannot sign the token request: \(reason)"
         case .missingConfiguration(let what):
             return what
+        case .noCredentials(let tried):
+            return "no Google credentials found (tried: \(tried.joined(separator: "; "))); "
+                + "run `gcloud auth application-default login`, set GOOGLE_APPLICATION_CREDENTIALS, or use --anonymous"
         }
     }
 }
@@ -141,27 +162,40 @@ extension CredentialsError {
     }
 }
 
-/// Picks credentials the way Google's client libraries do, minus the
-/// network probing: explicit key file first, then a configured metadata
-/// server, else anonymous.
+/// Picks credentials in the Application Default Credentials order, as
+/// Google's client libraries do
+/// (https://cloud.google.com/docs/authentication/application-default-credentials).
 public enum Credentials {
-    /// - `GOOGLE_APPLICATION_CREDENTIALS` names a service-account key file:
-    ///   `ServiceAccountCredentials` (a file of another `type` is an error,
-    ///   rather than a silent fall back to anonymous access).
-    /// - `GCE_METADATA_HOST` is set: `MetadataServerCredentials` on that host.
-    /// - Otherwise `AnonymousCredentials`. On Compute Engine without
-    ///   `GCE_METADATA_HOST`, construct `MetadataServerCredentials()`
-    ///   explicitly; probing 169.254.169.254 would stall elsewhere.
+    /// 1. `GOOGLE_APPLICATION_CREDENTIALS` names a credentials file
+    ///    (`CredentialsFile.load`; a missing or unsupported file is an
+    ///    error, never a silent fall back).
+    /// 2. gcloud's well-known file (`wellKnownFile`), when it exists.
+    /// 3. The metadata server: `GCE_METADATA_HOST` when set; else, unless
+    ///    `NO_GCE_CHECK` is true, `metadata.google.internal`, probed before
+    ///    its first token (`ProbedMetadataCredentials`).
+    /// Otherwise `CredentialsError.noCredentials` naming what was tried.
     public static func fromEnvironment(
         _ environment: [String: String] = ProcessInfo.processInfo.environment,
         transport: HTTPTransport = .shared
     ) throws(CredentialsError) -> any CredentialsProvider {
         if let path = environment["GOOGLE_APPLICATION_CREDENTIALS"], !path.isEmpty {
-            return try ServiceAccountCredentials(keyFile: path, transport: transport)
+            return try CredentialsFile.load(path, transport: transport)
+        }
+        var tried = ["GOOGLE_APPLICATION_CREDENTIALS: not set"]
+        if let path = wellKnownFile(environment) {
+            if FileManager.default.fileExists(atPath: path) {
+                return try CredentialsFile.load(path, transport: transport)
+            }
+            tried.append("\(path): no such file")
+        } else {
+            tried.append("gcloud's file: neither CLOUDSDK_CONFIG nor HOME is set")
         }
         if let host = environment["GCE_METADATA_HOST"], !host.isEmpty {
             return MetadataServerCredentials(host: host, transport: transport)
         }
-        return AnonymousCredentials()
+        if skipsMetadataProbe(environment) {
+            throw .noCredentials(tried: tried + ["metadata server: skipped (NO_GCE_CHECK)"])
+        }
+        return ProbedMetadataCredentials(host: metadataServerName, tried: tried, transport: transport)
     }
 }

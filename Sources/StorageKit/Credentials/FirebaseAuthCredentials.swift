@@ -135,6 +135,13 @@ public final class FirebaseAuthCredentials: CredentialsProvider, CustomStringCon
     }
 
     public var description: String { "FirebaseAuthCredentials(\(method.label), \(auth))" }
+
+    /// The signed-in user once known (after the first token), else how
+    /// the sign-in will be made.
+    public var identity: String {
+        guard let user = session.user else { return "Firebase user (\(method.label), not signed in yet)" }
+        return "Firebase user \(user.uid)" + (user.email.map { " (\($0))" } ?? "")
+    }
     public var customMirror: Mirror { Mirror(self, children: ["signIn": method.label]) }
 
     /// The state between sign-ins: the refresh token and who it belongs

@@ -49,6 +49,8 @@ public final class MetadataServerCredentials: CredentialsProvider, CustomStringC
 
     public func invalidate() async { await cache.invalidate() }
 
+    public var identity: String { "metadata server \(host)" }
+
     public var description: String { "MetadataServerCredentials(\(host))" }
 
     /// Explicit host, else `GCE_METADATA_HOST` (as Google's libraries read

@@ -13,6 +13,8 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible, CustomDebugS
     public let privateKeyID: String
     public let tokenURI: String
     public let projectID: String?
+    /// `quota_project_id`: the project charged for quota, when set.
+    public let quotaProject: String?
     /// Where the key came from, for error messages.
     public let source: String
     fileprivate let privateKey: _RSA.Signing.PrivateKey
@@ -38,8 +40,7 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible, CustomDebugS
             guard let value = object[name] as? String, !value.isEmpty else { throw invalid("missing \(name)") }
             return value
         }
-        // Only the service-account flow is implemented; an `authorized_user`
-        // file (gcloud user credentials) needs a different grant.
+        // Other types are read by `CredentialsFile`.
         let type = try field("type")
         guard type == "service_account" else {
             throw invalid("type is \"\(type)\", expected \"service_account\"")
@@ -49,6 +50,7 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible, CustomDebugS
         let pem = try field("private_key")
         tokenURI = (object["token_uri"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultTokenURI
         projectID = object["project_id"] as? String
+        quotaProject = (object["quota_project_id"] as? String).flatMap { $0.isEmpty ? nil : $0 }
         self.source = source
         do {
             privateKey = try _RSA.Signing.PrivateKey(pemRepresentation: pem)
@@ -143,6 +145,10 @@ public final class ServiceAccountCredentials: CredentialsProvider, CustomStringC
 
     public func invalidate() async { await cache.invalidate() }
 
+    public var identity: String { "service account \(key.clientEmail)" }
+
+    public var quotaProject: String? { key.quotaProject }
+
     public var description: String { "ServiceAccountCredentials(\(key.clientEmail))" }
 
     /// One token exchange. Transport failures propagate as `TransportError`
@@ -154,13 +160,10 @@ public final class ServiceAccountCredentials: CredentialsProvider, CustomStringC
     ) async throws -> AccessToken {
         let now = clock()
         let assertion = try key.assertion(scope: scope, issuedAt: now)
-        let body = "grant_type=" + formEncode("urn:ietf:params:oauth:grant-type:jwt-bearer")
-            + "&assertion=" + formEncode(assertion)
-        let request = HTTPRequest(
-            method: .post, url: key.tokenURI,
-            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
-            body: .bytes(Data(body.utf8)), isIdempotent: true)
-        let response = try await transport.send(request)
+        let body = OAuthForm.encode([
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion),
+        ])
+        let response = try await transport.send(OAuthForm.post(key.tokenURI, body: body))
         let token = try TokenResponse.parse(response, endpoint: key.tokenURI, requestedAt: now, redacting: [assertion])
         logger.debug("obtained access token", metadata: [
             "account": "\(key.clientEmail)",

@@ -111,6 +111,8 @@ public final class StaticTokenCredentials: CredentialsProvider,
         }
     }
 
+    public var identity: String { "access token from \(sourceDescription)" }
+
     public var description: String { "StaticTokenCredentials(\(sourceDescription))" }
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: ["source": sourceDescription]) }

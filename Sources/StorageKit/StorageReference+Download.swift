@@ -6,9 +6,10 @@ import Transport
 /// object's checksum), and byte ranges pinned to a generation (what the
 /// filesystem reads through).
 ///
-/// A connection that breaks mid-body is resumed with a Range request from
-/// the first missing byte, pinned to the generation of the first response,
-/// so a retry never mixes two versions of an object.
+/// An attempt that ends mid-body, whatever ended it (a cut connection, a
+/// stall), is resumed with a Range request from the first byte not yet
+/// delivered, pinned to the generation of the first response, so a retry
+/// never mixes two versions of an object nor delivers a byte twice.
 extension StorageReference {
     /// The whole object; fails with `downloadSizeExceeded` if it is larger
     /// than `maxSize` bytes, and with `nonMatchingChecksum` if the bytes do
@@ -144,8 +145,8 @@ extension StorageReference {
                 // The size limit or the caller's sink stopped the transfer:
                 // that error, not the transport's view of it, is the answer.
                 if let failure = state.sinkFailure { throw failure }
-                // The connection broke after some of the body arrived: go on
-                // from the first missing byte, within the retry budget.
+                // The attempt ended (a cut, a stall, ...) after some of the body
+                // arrived: go on from the first missing byte, within the retry budget.
                 guard case StorageError.retryLimitExceeded(let reason) = error, state.received > before else { throw error }
                 resumes += 1
                 guard resumes < api.transport.configuration.retry.maxAttempts else {

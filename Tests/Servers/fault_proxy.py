@@ -141,13 +141,16 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def _answer(self, status, headers, body):
+    def _send_head(self, status, headers, length):
         self.send_response(status)
         for name, value in headers:
             if name.lower() not in HOP_BY_HOP:
                 self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(length))
         self.end_headers()
+
+    def _answer(self, status, headers, body):
+        self._send_head(status, headers, len(body))
         self.wfile.write(body)
 
     def _forward(self, body):
@@ -267,12 +270,7 @@ class Handler(BaseHTTPRequestHandler):
     def _answer_stalling(self, answer, fault):
         """The answer's head and first bytes, then silence, then a close."""
         status, headers, body = answer
-        self.send_response(status)
-        for name, value in headers:
-            if name.lower() not in HOP_BY_HOP:
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
+        self._send_head(status, headers, len(body))
         try:
             self.wfile.write(body[:int(fault["stall_body_after_bytes"])])
             self.wfile.flush()

@@ -6,9 +6,18 @@ import Transport
 /// object's checksum), and byte ranges pinned to a generation (what the
 /// filesystem reads through).
 ///
-/// A connection that breaks mid-body is resumed with a Range request from
-/// the first missing byte, pinned to the generation of the first response,
-/// so a retry never mixes two versions of an object.
+/// An attempt that ends mid-body, whatever ended it (a cut connection, a
+/// stall), is resumed with a Range request from the first byte not yet
+/// delivered, pinned to the generation of the first response, so a retry
+/// never mixes two versions of an object nor delivers a byte twice.
+///
+/// Every download returns the object's bytes as stored: an object stored
+/// with `Content-Encoding: gzip` (`gsutil cp -z`) comes back compressed,
+/// `size` bytes long and matching its CRC32C, and ranges are offsets in
+/// those bytes; gunzip them when `metadata.contentEncoding == "gzip"` to
+/// get the content. (The Firebase SDKs return what their platform's HTTP
+/// stack makes of the answer, which may decode it; the stored bytes are
+/// the only ones sizes, ranges and checksums describe.)
 extension StorageReference {
     /// The whole object; fails with `downloadSizeExceeded` if it is larger
     /// than `maxSize` bytes, and with `nonMatchingChecksum` if the bytes do
@@ -110,7 +119,7 @@ extension StorageReference {
         var resumes = 0
         while true {
             let offset = start + state.received
-            var headers: [String: String] = [:]
+            var headers = Self.storedBytesHeaders
             if let range {
                 headers["Range"] = "bytes=\(offset)-\(range.upperBound - 1)"
             } else if offset > 0 {
@@ -144,8 +153,8 @@ extension StorageReference {
                 // The size limit or the caller's sink stopped the transfer:
                 // that error, not the transport's view of it, is the answer.
                 if let failure = state.sinkFailure { throw failure }
-                // The connection broke after some of the body arrived: go on
-                // from the first missing byte, within the retry budget.
+                // The attempt ended (a cut, a stall, ...) after some of the body
+                // arrived: go on from the first missing byte, within the retry budget.
                 guard case StorageError.retryLimitExceeded(let reason) = error, state.received > before else { throw error }
                 resumes += 1
                 guard resumes < api.transport.configuration.retry.maxAttempts else {
@@ -169,6 +178,19 @@ extension StorageReference {
             }
         }
     }
+}
+
+extension StorageReference {
+    /// Every object read asks for the stored bytes. Without `gzip` in
+    /// Accept-Encoding, Cloud Storage decompresses an object stored with
+    /// `Content-Encoding: gzip` on the fly and then ignores Range
+    /// (https://cloud.google.com/storage/docs/transcoding): the body would
+    /// be neither the object's size nor match its checksums, and a ranged
+    /// read would get the wrong bytes. With it, the server sends the bytes
+    /// as stored (also when they are not gzip at all), which are what the
+    /// metadata describes. The header is ours, not curl's
+    /// CURLOPT_ACCEPT_ENCODING, so curl hands them over undecoded.
+    static let storedBytesHeaders = ["Accept-Encoding": "gzip"]
 }
 
 /// What a download has seen so far. The sink runs on the transport's

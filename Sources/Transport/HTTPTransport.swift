@@ -52,11 +52,12 @@ public final class HTTPTransport: Sendable {
         while true {
             statistics.recordRequest(request.method)
             let reason: String
-            var delivered: Int64 = 0
             let outcome: Result<HTTPResponse, TransportError>
             let started = ContinuousClock.now
+            let transfer = try CurlTransfer(
+                request: request, sink: sink, configuration: configuration, statistics: statistics)
             do {
-                outcome = .success(try await performOnce(request, sink: sink))
+                outcome = .success(try await performOnce(transfer))
             } catch let error as TransportError {
                 outcome = .failure(error)
             }
@@ -68,8 +69,12 @@ public final class HTTPTransport: Sendable {
                 guard request.isIdempotent, RetryPolicy.isRetryable(status: response.status) else { return response }
                 reason = "HTTP \(response.status)"
             case .failure(let error):
-                if case .connectionLost(_, let n) = error { delivered = n }
-                guard request.isIdempotent, error.isRetryable, delivered == 0 else { throw error }
+                // Whatever ended the attempt (a cut, a stall, ...), bytes the
+                // sink already has must not reach it a second time: sending
+                // the request again would deliver them from the start again.
+                // Only the caller knows how to go on (a Range from the first
+                // missing byte), so the failure is its to handle.
+                guard request.isIdempotent, error.isRetryable, transfer.bodyBytesDelivered == 0 else { throw error }
                 reason = error.description
             }
             guard let delay = budget.nextDelay() else {
@@ -107,10 +112,8 @@ public final class HTTPTransport: Sendable {
 
     static func rounded(_ d: Duration) -> String { String(format: "%.2f s", d.seconds) }
 
-    private func performOnce(_ request: HTTPRequest, sink: ResponseBodySink?) async throws -> HTTPResponse {
+    private func performOnce(_ transfer: CurlTransfer) async throws -> HTTPResponse {
         if Task.isCancelled { throw TransportError.cancelled }
-        let transfer = try CurlTransfer(
-            request: request, sink: sink, configuration: configuration, statistics: statistics)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 transfer.setContinuation(continuation)

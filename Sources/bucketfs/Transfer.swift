@@ -9,7 +9,7 @@ import Synchronization
 /// cancelling removes the partial file).
 enum Transfer {
     static func upload(file: String, to url: String, _ options: TransferOptions, _ storageOptions: StorageOptions) async throws {
-        var configuration = try storageOptions.configuration()
+        var configuration = try options.configuration(storageOptions)
         configuration.uploadChunkSize = Int64(options.chunkSizeMiB) << 20
         let storage = Storage.storage(url: url, configuration: configuration)
         let reference = try storage.reference(validatingURL: url)
@@ -86,7 +86,7 @@ enum Transfer {
     }
 
     static func download(from url: String, to file: String, _ options: TransferOptions, _ storageOptions: StorageOptions) async throws {
-        let storage = Storage.storage(url: url, configuration: try storageOptions.configuration())
+        let storage = Storage.storage(url: url, configuration: try options.configuration(storageOptions))
         let reference = try storage.reference(validatingURL: url)
         let size: Int64
         do {

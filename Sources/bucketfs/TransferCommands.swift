@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import StorageKit
+import Transport
 
 /// Options of `cp`, `put` and `get`.
 struct TransferOptions: ParsableArguments {
@@ -13,8 +14,19 @@ struct TransferOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Go on with an upload of the same file to the same object that Ctrl-C interrupted (default), or start over.")
     var resume = true
 
+    @Option(name: .customLong("stall-timeout"), help: "Seconds without progress before a request is abandoned and resumed or retried.")
+    var stallTimeout: Double = 30
+
     func validate() throws {
         guard (1...1024).contains(chunkSizeMiB) else { throw ValidationError("--chunk-size must be 1 to 1024 MiB") }
+        guard stallTimeout > 0 else { throw ValidationError("--stall-timeout must be positive") }
+    }
+
+    /// The storage configuration of `storageOptions` over a transport
+    /// with this command's stall timeout.
+    func configuration(_ storageOptions: StorageOptions) throws -> StorageConfiguration {
+        try storageOptions.configuration(transport: HTTPTransport(configuration: TransportConfiguration(
+            stallTimeout: .milliseconds(Int(stallTimeout * 1000)))))
     }
 }
 
@@ -87,7 +99,7 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard let range else { return try await Transfer.download(from: url, to: file, transfer, storageOptions) }
-        let storage = Storage.storage(url: url, configuration: try storageOptions.configuration())
+        let storage = Storage.storage(url: url, configuration: try transfer.configuration(storageOptions))
         let reference = try storage.reference(validatingURL: url)
         do {
             let bounds = range.split(separator: "-").compactMap { Int64($0) }

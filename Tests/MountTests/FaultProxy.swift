@@ -55,6 +55,16 @@ final class FaultProxy: @unchecked Sendable {
         guard response.isSuccess else { throw HarnessError("POST /_faults answered \(response.status): \(String(decoding: response.body, as: UTF8.self))") }
     }
 
+    /// A fault (for `fault(_:)`): the next `count` object downloads
+    /// (`alt=media`) get their answer's head and first `bytes` body bytes,
+    /// then nothing for `seconds` on a connection left open. curl judges
+    /// its speed over the last ~5 s, so a 1 s stall timeout fires ~7 s in:
+    /// the stall must last longer than that (else the close ends it).
+    static func stallMidBody(afterBytes bytes: Int, seconds: Double = 20, count: Int = 1) -> [String: Any] {
+        ["method": "GET", "path_contains": "alt=media", "stall_body_after_bytes": bytes,
+         "stall_body_seconds": seconds, "count": count]
+    }
+
     /// Removes every pending fault.
     func clearFaults() async throws {
         _ = try await DirectGCS.transport.send(HTTPRequest(method: .delete, url: endpoint + "/_faults", isIdempotent: true))

@@ -36,6 +36,8 @@ enum MountEnv {
 
     static func emulator() throws -> String { try endpoint("BUCKETFS_TEST_EMULATOR") }
     static func fake() throws -> String { try endpoint("BUCKETFS_TEST_FAKE_GCS") }
+    /// fake-gcs-server, the independent Go emulator.
+    static func fakeGCSServer() throws -> String { try endpoint("BUCKETFS_TEST_FAKE_GCS_SERVER") }
     /// firebase_emulator.py: Storage v0 + Auth + rules, and the JSON API.
     static func firebase() throws -> String { try endpoint("BUCKETFS_TEST_FIREBASE") }
     static func repo() throws -> String { try variable("BUCKETFS_TEST_REPO") }
@@ -662,11 +664,13 @@ struct DirectGCS: Sendable {
 
     /// Multipart upload with optional custom metadata and content type.
     func put(
-        _ name: String, _ data: Data, metadata: [String: String] = [:], contentType: String = "application/octet-stream"
+        _ name: String, _ data: Data, metadata: [String: String] = [:], contentType: String = "application/octet-stream",
+        contentEncoding: String? = nil
     ) async throws {
         let boundary = "mtboundary\(UUID().uuidString.prefix(8))"
         var resource: [String: Any] = ["name": name, "contentType": contentType]
         if !metadata.isEmpty { resource["metadata"] = metadata }
+        if let contentEncoding { resource["contentEncoding"] = contentEncoding }
         var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
         body += try JSONSerialization.data(withJSONObject: resource)
         body += Data("\r\n--\(boundary)\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)

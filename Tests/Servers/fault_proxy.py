@@ -31,7 +31,11 @@ faulted, never logged):
   ``"cut_request_after_bytes": N``  read N bytes of the request body, then
       close the connection (the client sees its upload cut; nothing is
       forwarded, so the server keeps what it had before);
-  ``"stall_seconds": S``  forward, then wait S seconds before answering.
+  ``"stall_seconds": S``  forward, then wait S seconds before answering;
+  ``"stall_body_after_bytes": N``  forward, send the answer's status, headers
+      (the full Content-Length) and its first N body bytes, then send nothing
+      for ``stall_body_seconds`` (default 30) without closing, and close: a
+      download that stalls mid-body (longer than the client's stall timeout).
 
   With ``"apply": true`` a ``status`` or ``drop`` fault forwards the request
   first (the server acts; its answer is lost). The first registered matching
@@ -56,7 +60,7 @@ from urllib.parse import urlsplit
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_gcs as gcs  # noqa: E402  (its loopback serving)
 
-ACTIONS = ("status", "drop", "cut_request_after_bytes", "stall_seconds")
+ACTIONS = ("status", "drop", "cut_request_after_bytes", "stall_seconds", "stall_body_after_bytes")
 HOP_BY_HOP = {
     "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
     "content-length",
@@ -137,13 +141,16 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def _answer(self, status, headers, body):
+    def _send_head(self, status, headers, length):
         self.send_response(status)
         for name, value in headers:
             if name.lower() not in HOP_BY_HOP:
                 self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(length))
         self.end_headers()
+
+    def _answer(self, status, headers, body):
+        self._send_head(status, headers, len(body))
         self.wfile.write(body)
 
     def _forward(self, body):
@@ -255,7 +262,22 @@ class Handler(BaseHTTPRequestHandler):
             return
         if action == "stall_seconds":
             time.sleep(float(fault["stall_seconds"]))
+        if action == "stall_body_after_bytes":
+            self._answer_stalling(answer, fault)
+            return
         self._answer(*answer)
+
+    def _answer_stalling(self, answer, fault):
+        """The answer's head and first bytes, then silence, then a close."""
+        status, headers, body = answer
+        self._send_head(status, headers, len(body))
+        try:
+            self.wfile.write(body[:int(fault["stall_body_after_bytes"])])
+            self.wfile.flush()
+        except OSError:
+            pass
+        time.sleep(float(fault.get("stall_body_seconds", 30)))
+        self._abort()
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 

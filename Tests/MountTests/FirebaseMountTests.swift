@@ -240,6 +240,27 @@ extension MountTests {
             #expect(try await s.gcs.resource("\(folder)/refused.bin") == nil)
         }
 
+        @Test("over v0 (crc32c a decimal there): rename succeeds and gcs.crc32c is the base64 the JSON API shows", .timeLimit(.minutes(3)))
+        func decimalCRC32CFromV0() async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            let folder = "users/\(s.a.uid)"
+            let data = MountEnv.pattern(100_000, seed: 5)
+            try await s.gcs.put("\(folder)/before.bin", data)
+            let mount = try await s.mount(as: s.a)
+            defer { mount.cleanup() }
+            let resource = try #require(try await s.gcs.resource("\(folder)/before.bin"))
+            let base64 = try #require(resource["crc32c"] as? String)
+            let getfattr = try await Self.run("/usr/bin/getfattr", ["--only-values", "-n", "gcs.crc32c", mount.at("\(folder)/before.bin")])
+            #expect(getfattr.ok && getfattr.out == base64, "\(getfattr.summary)\nlog:\n\(mount.logTail())")
+            // rename copies through the client and checks the copy's CRC32C
+            // against the source's: both must be read in the same encoding.
+            let renamed = Posix.rename2(mount.at("\(folder)/before.bin"), mount.at("\(folder)/after.bin"), flags: 0)
+            #expect(renamed.rc == 0, "rename: \(renamed)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(s.gcs, "\(folder)/after.bin", holds: data, "renamed over v0")
+            #expect(try await s.gcs.resource("\(folder)/before.bin") == nil)
+        }
+
         @Test("ls -l of 1,000 objects: one listing, stats side by side; rename is bounded", .timeLimit(.minutes(3)))
         func largeListingAndRename() async throws {
             let s = try await Setup()

@@ -47,7 +47,8 @@ Storage, under ``/v0/b/{bucket}/o`` (objects are one %-encoded segment):
   ``downloadTokens`` (comma-separated; the object's custom metadata key
   ``firebaseStorageDownloadTokens``, which is not shown in ``metadata``;
   one is made on first read if missing), ``contentEncoding`` ``identity``
-  by default. ``?alt=media`` the bytes (``Range`` honoured); with
+  by default, ``crc32c`` the decimal uint32 (the JSON API's is base64).
+  ``?alt=media`` the bytes (``Range`` honoured); with
   ``&token=T`` (a download token) no rules apply. No ``x-goog-*`` headers
   (no generation, no hash), as the emulator.
 * ``PATCH /o/{o}`` metadata update: writable properties given are set, null
@@ -414,6 +415,12 @@ def firebase_metadata(obj):
         )
         if k in r
     }
+    if "crc32c" in out:
+        # The emulator keeps and sends crc32c as the decimal uint32
+        # (firebase-tools src/emulator/storage/metadata.ts: StoredFileMetadata
+        # sets `${crc32c(bytes)}`, OutgoingFirebaseMetadata copies it), not
+        # the JSON API's base64; x-goog-hash is not sent by v0 at all.
+        out["crc32c"] = str(int.from_bytes(base64.b64decode(out["crc32c"]), "big"))
     out["contentEncoding"] = r.get("contentEncoding", "identity")
     out["downloadTokens"] = tokens
     custom = {k: v for k, v in (r.get("metadata") or {}).items() if k != TOKEN_KEY}

@@ -230,6 +230,23 @@ import Transport
         } catch StorageError.downloadSizeExceeded {}
     }
 
+    /// A download cut mid-body resumes and checks the whole against the
+    /// metadata's CRC32C (v0 sends no hash header; the emulator's metadata
+    /// carries crc32c as a decimal).
+    @Test(arguments: StorageDialect.allCases)
+    func downloadCutMidBodyResumesAndVerifies(_ dialect: StorageDialect) async throws {
+        let f = try await Fixture(dialect)
+        let data = TestEnv.randomData(1 << 20, seed: 17)
+        let ref = f.ref("cut-download.bin")
+        try await f.server.raw.put(ref.fullPath, data)
+        // The folder's own segment keeps the fault off other tests' requests.
+        let unique = try #require(f.folder.split(separator: "/").last)
+        try await f.server.raw.post("/_faults", json: [
+            "method": "GET", "path_contains": "\(unique)%2Fcut-download.bin?alt=media", "cut_after_bytes": 300_000, "count": 1,
+        ])
+        #expect(try await ref.data(maxSize: 4 << 20) == data)
+    }
+
     @Test(arguments: StorageDialect.allCases)
     func downloadURLServesTheObjectWithoutCredentials(_ dialect: StorageDialect) async throws {
         let f = try await Fixture(dialect)

@@ -108,7 +108,7 @@ final class ResumableSession: Sendable {
             try Task.checkCancellation()
             let before = acknowledged
             do {
-                if queryFirst, let done = adopt(try await wire.query(uri, total: total)) { return done }
+                if queryFirst, let done = try await adopt(try await wire.query(uri, total: total), total: total) { return done }
                 queryFirst = false
                 let offset = acknowledged
                 if total == nil && offset >= end { return nil }
@@ -158,7 +158,7 @@ final class ResumableSession: Sendable {
     /// is already finalised, or is finalised by this query (the JSON API
     /// does that once all of a known total arrived).
     func queryStatus(total: Int64?) async throws -> StorageMetadata? {
-        adopt(try await wire.query(try sessionURI(), total: total))
+        try await adopt(try await wire.query(try sessionURI(), total: total), total: total)
     }
 
     /// Tells the server to drop the session (best effort: one attempt, as
@@ -192,11 +192,14 @@ final class ResumableSession: Sendable {
         let answer = try await wire.send(
             uri, range, total: total, body: source.body(range),
             progress: Uploader.throttled(total: range.upperBound - start) { sent in progress(start + sent) })
-        return adopt(answer)
+        return try await adopt(answer, total: total)
     }
 
     /// Records what the server holds; the metadata once the object exists.
-    private func adopt(_ answer: ResumableAnswer) -> StorageMetadata? {
+    /// A final session whose answer lacks the object is ours if the live
+    /// object is exactly what was sent (size, hash, custom metadata);
+    /// anything else there is an error, never a reason to upload again.
+    private func adopt(_ answer: ResumableAnswer, total: Int64?) async throws -> StorageMetadata? {
         switch answer {
         case .incomplete(let persisted):
             state.withLock { $0.acknowledged = persisted }
@@ -204,6 +207,16 @@ final class ResumableSession: Sendable {
         case .done(let metadata):
             state.withLock { $0.acknowledged = metadata.size }
             return metadata
+        case .finalWithoutObject:
+            guard let total else {
+                throw StorageError.unknown(message: "the server finished the upload of \(object) before its end was sent", response: nil)
+            }
+            guard let stored = await storedAlready(total: total) else {
+                throw StorageError.unknown(
+                    message: "the upload session of \(object) is final, but the object there is not the \(total) bytes sent", response: nil)
+            }
+            state.withLock { $0.acknowledged = stored.size }
+            return stored
         }
     }
 }

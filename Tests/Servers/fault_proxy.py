@@ -31,7 +31,13 @@ faulted, never logged):
   ``"cut_request_after_bytes": N``  read N bytes of the request body, then
       close the connection (the client sees its upload cut; nothing is
       forwarded, so the server keeps what it had before);
-  ``"stall_seconds": S``  forward, then wait S seconds before answering.
+  ``"stall_seconds": S``  forward, then wait S seconds before answering;
+  ``"cut_answer_after_bytes": N``  forward (the server acts), send the
+      server's status line and headers (with the true Content-Length),
+      then only the first N bytes of its body, then close the connection:
+      a truncated final answer, as a connection lost while the answer
+      travels leaves it. With ``"framed": true`` the Content-Length is N
+      instead: a complete-looking answer whose body (JSON) is cut short.
 
   With ``"apply": true`` a ``status`` or ``drop`` fault forwards the request
   first (the server acts; its answer is lost). The first registered matching
@@ -56,7 +62,7 @@ from urllib.parse import urlsplit
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_gcs as gcs  # noqa: E402  (its loopback serving)
 
-ACTIONS = ("status", "drop", "cut_request_after_bytes", "stall_seconds")
+ACTIONS = ("status", "drop", "cut_request_after_bytes", "stall_seconds", "cut_answer_after_bytes")
 HOP_BY_HOP = {
     "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
     "content-length",
@@ -255,7 +261,25 @@ class Handler(BaseHTTPRequestHandler):
             return
         if action == "stall_seconds":
             time.sleep(float(fault["stall_seconds"]))
+        if action == "cut_answer_after_bytes":
+            self._answer_cut(answer, int(fault["cut_answer_after_bytes"]), bool(fault.get("framed")))
+            return
         self._answer(*answer)
+
+    def _answer_cut(self, answer, keep, framed):
+        """The answer's head, `keep` bytes of its body, then a closed
+        connection; Content-Length the whole body's, or with `framed`
+        the bytes kept."""
+        status, headers, body = answer
+        self.send_response(status)
+        for name, value in headers:
+            if name.lower() not in HOP_BY_HOP:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(min(keep, len(body)) if framed else len(body)))
+        self.end_headers()
+        self.wfile.write(body[:keep])
+        self.wfile.flush()
+        self._abort()
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 

@@ -62,12 +62,14 @@ Storage, under ``/v0/b/{bucket}/o`` (objects are one %-encoded segment):
   ``X-Goog-Upload-Status: active``, ``X-Goog-Upload-URL`` (this path plus
   ``&upload_id=ID&upload_protocol=resumable``) and
   ``X-Goog-Upload-Chunk-Granularity: 262144``. To the upload URL:
-  ``query`` (``X-Goog-Upload-Status`` active/final/cancelled and
-  ``X-Goog-Upload-Size-Received``; the metadata once final), ``upload``
-  with ``X-Goog-Upload-Offset`` (a chunk starting past the received size is
-  400; bytes already received are skipped), ``upload, finalize`` or
-  ``finalize`` (the object, ``X-Goog-Upload-Status: final``; again on a
-  repeat), ``cancel``. Rules are checked at start and at finalize. No
+  ``query`` (the text ``OK`` with ``X-Goog-Upload-Status``
+  active/final/cancelled and ``X-Goog-Upload-Size-Received``; never the
+  object, even once final), ``upload`` with ``X-Goog-Upload-Offset`` (a
+  chunk starting past the received size is 400; bytes already received are
+  skipped; ``OK``), ``upload, finalize`` or ``finalize`` (the object,
+  ``X-Goog-Upload-Status: final``; a repeated ``finalize`` is ``OK`` with
+  ``X-Goog-Upload-Status: final``, bytes for a session no longer active
+  400), ``cancel`` (``OK``; 400 once final). Rules are checked at start and at finalize. No
   preconditions exist in v0.
 
 Auth (as the Auth emulator, under ``/identitytoolkit.googleapis.com/v1`` and
@@ -532,15 +534,21 @@ def v0_upload(bucket, query, headers, body, host, who):
     })
 
 
-def session_reply(session, extra_status=200):
-    headers = {
+def ok_reply(headers):
+    """Express's ``res.sendStatus(200)``, which the emulator answers most
+    session commands with: the text ``OK``, no JSON."""
+    return gcs.Reply(200, b"OK", dict(headers, **{"Content-Type": "text/plain; charset=utf-8"}))
+
+
+def session_reply(session):
+    """What the emulator answers ``query``: ``OK`` with the bytes received
+    and the session's status (active, final or cancelled), never the object,
+    even once final (firebase-tools src/emulator/storage/apis/firebase.ts,
+    the ``query`` branch; the status names are upload.ts's UploadStatus)."""
+    return ok_reply({
         "X-Goog-Upload-Status": session["status"],
         "X-Goog-Upload-Size-Received": str(len(session["data"])),
-    }
-    if session["status"] == "final":
-        reply = gcs.Reply.json(session["result"], headers=headers)
-        return reply
-    return gcs.Reply(extra_status, b"", headers)
+    })
 
 
 def v0_session_command(query, headers, body, who):
@@ -554,11 +562,16 @@ def v0_session_command(query, headers, body, who):
         if session["status"] == "final":
             raise gcs.bad_request("The upload is already final.")
         session["status"] = "cancelled"
-        return session_reply(session)
-    if session["status"] == "final":
-        return session_reply(session)
+        return ok_reply({})
+    if session["status"] == "final" and command == ["finalize"]:
+        # A repeated finalize: the first one's status code as plain text,
+        # with X-Goog-Upload-Status: final (firebase.ts, the
+        # UploadPreviouslyFinalizedError branch).
+        return ok_reply({"X-Goog-Upload-Status": "final"})
     if session["status"] != "active":
-        raise gcs.bad_request("The upload was cancelled.")
+        # upload.ts continueResumableUpload / finalizeResumableUpload: bytes
+        # for a session that is not active are UploadNotActiveError, 400.
+        raise gcs.bad_request("The upload is %s." % session["status"])
     data = session["data"]
     if "upload" in command:
         offset = headers.get("X-Goog-Upload-Offset")
@@ -573,7 +586,7 @@ def v0_session_command(query, headers, body, who):
     elif command != ["finalize"]:
         raise gcs.bad_request("Unknown X-Goog-Upload-Command %r." % headers.get("X-Goog-Upload-Command"))
     if "finalize" not in command:
-        return session_reply(session)
+        return ok_reply({"X-Goog-Upload-Status": "active"})
     if session["declared"] is not None and session["declared"] != len(data):
         raise gcs.bad_request(
             "The upload declared %d bytes but holds %d." % (session["declared"], len(data))
@@ -582,8 +595,7 @@ def v0_session_command(query, headers, body, who):
     props = upload_props(session["meta"], session["type"])
     obj = gcs.store_object(session["bucket"], session["name"], bytes(data), props, {})
     session["status"] = "final"
-    session["result"] = firebase_metadata(obj)
-    return session_reply(session)
+    return gcs.Reply.json(firebase_metadata(obj), headers={"X-Goog-Upload-Status": "final"})
 
 
 # --- routing --------------------------------------------------------------------

@@ -135,6 +135,37 @@ import Transport
         #expect(try await f.server.raw.resource(ref.fullPath) == nil)
     }
 
+    /// The request that completes a resumable upload lands, but its answer
+    /// is lost or cut mid-body: the upload asks the server, which says the
+    /// session is final (JSON API: the object; the Firebase emulator: the
+    /// text `OK` with `X-Goog-Upload-Status: final`), recognises the stored
+    /// object by its size, hash and metadata, and succeeds without sending
+    /// the bytes again.
+    @Test(arguments: StorageDialect.allCases, ["lost", "cut"])
+    func finalAnswerLostOrCutStillSucceeds(_ dialect: StorageDialect, _ fault: String) async throws {
+        let f = try await Fixture(dialect)
+        let data = TestEnv.randomData(600_000, seed: 18)
+        let ref = f.ref("final-\(fault).bin", in: f.chunked)
+        let unique = try #require(f.folder.split(separator: "/").last)
+        // Three chunks of 256 KiB at most; the third finalizes.
+        var spec: [String: Any] = [
+            "method": dialect == .firebase ? "POST" : "PUT", "path_contains": "\(unique)%2Ffinal-\(fault).bin&upload_id=",
+            "after": 2, "count": 1,
+        ]
+        if fault == "lost" { spec.merge(["drop": true, "apply": true]) { $1 } } else { spec["cut_after_bytes"] = 40 }
+        try await f.server.raw.post("/_faults", json: spec)
+        let metadata = StorageMetadata()
+        metadata.customMetadata = ["origin": "final-answer-test"]
+        let stored = try await ref.putDataAsync(data, metadata: metadata, ifGenerationMatch: 0)
+        #expect(stored.size == Int64(data.count))
+        #expect(try await f.server.raw.media(ref.fullPath) == data)
+        if dialect == .firebase {
+            let commands = try await f.requests(touching: ref.fullPath).compactMap { $0["command"] as? String }
+            #expect(commands.filter { $0.hasPrefix("upload") }.count == 3, "no chunk sent twice: \(commands)")
+            #expect(commands.contains("query"), "the client asked the server: \(commands)")
+        }
+    }
+
     @Test(arguments: StorageDialect.allCases)
     func streamingUpload(_ dialect: StorageDialect) async throws {
         let f = try await Fixture(dialect)

@@ -89,12 +89,18 @@ struct JSONResumableWire: ResumableWire {
     private static func totalLabel(_ total: Int64?) -> String { total.map(String.init) ?? "*" }
 
     /// 308: the server has bytes 0...N (its `Range` header; none means
-    /// none). 200/201: the object exists and this is its metadata.
+    /// none). 200/201: the object exists and this is its metadata
+    /// (https://cloud.google.com/storage/docs/performing-resumable-uploads#status-check);
+    /// a 200/201 whose body is not the object (cut short on the way) still
+    /// says the upload completed.
     private func answer(_ response: HTTPResponse) throws -> ResumableAnswer {
         if response.status == 308 {
             return .incomplete(response.headers["range"].flatMap(Self.lastByte).map { $0 + 1 } ?? 0)
         }
-        return .done(try StorageMetadata(resource: ObjectAPI.json(response)))
+        guard let resource = try? ObjectAPI.json(response), let metadata = try? StorageMetadata(resource: resource) else {
+            return .finalWithoutObject
+        }
+        return .done(metadata)
     }
 
     /// `bytes=0-1234` → 1234.

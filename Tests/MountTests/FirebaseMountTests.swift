@@ -239,6 +239,10 @@ extension MountTests {
             let recovery = "\(mount.cacheDir)/recovery/\(s.bucket)/\(folder)/refused.bin"
             #expect(FileManager.default.contents(atPath: recovery) == data, "the refused bytes wait in \(recovery)")
             #expect(try await s.gcs.resource("\(folder)/refused.bin") == nil)
+            // A refusal is not retried in the background: the entry says so
+            // (what `bucketfs status` shows), rather than nothing.
+            let sidecar = (try? String(contentsOfFile: recovery + ".bucketfs-pending.json", encoding: .utf8)) ?? ""
+            #expect(sidecar.contains("retryStopped") && sidecar.contains("not a transient failure"), "\(sidecar)")
         }
 
         @Test("over v0 (crc32c a decimal there): rename succeeds and gcs.crc32c is the base64 the JSON API shows", .timeLimit(.minutes(3)))

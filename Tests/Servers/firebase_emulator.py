@@ -38,7 +38,9 @@ that is malformed, not from this project or expired is 401 (production
 Firebase Storage's answer; the emulator does not check expiry). ID tokens
 are unsigned JWTs (``alg: none``), as the Auth emulator issues them.
 
-Storage, under ``/v0/b/{bucket}/o`` (objects are one %-encoded segment):
+Storage, under ``/v0/b/{bucket}/o`` (objects are one %-encoded segment,
+decoded twice as the emulator does: ``a%2541.txt`` is ``aA.txt``, and
+``100%25.txt`` is a 500; see ``decode_uri_component``):
 
 * ``GET /o?prefix=&delimiter=&maxResults=&pageToken=`` list: ``prefixes``,
   ``items`` (only ``name`` and ``bucket``), ``nextPageToken``; pages of at
@@ -647,7 +649,7 @@ def route_firebase(method, path, query, headers, body, host):
         if method in ("POST", "PUT"):
             return v0_upload(bucket, query, headers, body, host, who)
     else:
-        bucket, name = unquote(m_object.group(1)), unquote(m_object.group(2))
+        bucket, name = unquote(m_object.group(1)), decode_uri_component(unquote(m_object.group(2)))
         if method == "GET":
             return v0_get(bucket, name, query, headers, who)
         if method == "PATCH" or (
@@ -657,6 +659,22 @@ def route_firebase(method, path, query, headers, body, host):
         if method == "DELETE":
             return v0_delete(bucket, name, who)
     raise gcs.HTTPError(405, "Method %s not allowed on %s" % (method, path), "methodNotAllowed")
+
+
+def decode_uri_component(text):
+    """JavaScript's decodeURIComponent, which the emulator applies to the
+    object segment Express has already decoded (firebase-tools
+    src/emulator/storage/apis/firebase.ts: ``decodeURIComponent(
+    req.params.objectId)``), so names are decoded twice there: ``a%2541.txt``
+    reaches ``aA.txt``. A ``%`` not followed by two hex digits, or bytes that
+    are not UTF-8, throw URIError, which Express answers 500 (its default
+    error handler), every time."""
+    if re.search(r"%(?![0-9A-Fa-f]{2})", text):
+        raise gcs.HTTPError(500, "URIError: URI malformed", "backendError")
+    try:
+        return unquote(text, errors="strict")
+    except UnicodeDecodeError:
+        raise gcs.HTTPError(500, "URIError: URI malformed", "backendError")
 
 
 def log(method, path, query, auth, headers):

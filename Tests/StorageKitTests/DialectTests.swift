@@ -349,6 +349,41 @@ import Transport
         }
     }
 
+    /// The Firebase emulator decodes object path segments twice (see
+    /// `decode_uri_component` in firebase_emulator.py), so a name with `%`
+    /// is another name there or a 500 it answers every time: StorageKit
+    /// refuses such names at once when it talks to the emulator, sending
+    /// nothing, instead of retrying 500s for the whole retry budget.
+    @Test func percentNamesFailAtOnceOnTheFirebaseEmulator() async throws {
+        let f = try await Fixture(.firebase)
+        #expect(f.storage.configuration.isFirebaseEmulator)
+        try await f.server.raw.put("\(f.folder)/100%.txt", Data("made by the admin".utf8))
+        let started = ContinuousClock.now
+        for name in ["100%.txt", "a%41.txt"] {
+            do {
+                _ = try await f.ref(name).getMetadata()
+                Issue.record("\(name) must be refused on the emulator")
+            } catch StorageError.invalidArgument(let message) {
+                #expect(message.contains("emulator") && message.contains(name), "\(message)")
+            }
+            do {
+                _ = try await f.ref(name).putDataAsync(Data("x".utf8))
+                Issue.record("\(name) must be refused on the emulator")
+            } catch StorageError.invalidArgument {}
+        }
+        #expect(ContinuousClock.now - started < .seconds(2), "refused at once, not after retried 500s")
+        for name in ["100%.txt", "a%41.txt"] {
+            #expect(try await f.requests(touching: "\(f.folder)/\(name)").isEmpty, "nothing sent for \(name)")
+        }
+        // Names without % go through as ever; the JSON API decodes once.
+        _ = try await f.ref("plain name.txt").putDataAsync(Data("y".utf8))
+        #expect(try await f.server.raw.media("\(f.folder)/plain name.txt") == Data("y".utf8))
+        let json = try await Fixture(.jsonAPI)
+        #expect(!json.storage.configuration.isFirebaseEmulator)
+        _ = try await json.ref("100%.txt").putDataAsync(Data("z".utf8))
+        #expect(try await json.ref("100%.txt").data(maxSize: 10) == Data("z".utf8))
+    }
+
     @Test(arguments: StorageDialect.allCases)
     func preconditionsHoldOrFail(_ dialect: StorageDialect) async throws {
         let f = try await Fixture(dialect)

@@ -62,9 +62,19 @@ final class ResumableSession: Sendable {
     /// Starts the session. `declaredLength` is the total when it is known,
     /// nil for a streaming upload. A failing `ifGenerationMatch` fails here
     /// already (`preconditionFailed`).
+    ///
+    /// The start request runs to its end even if the caller is cancelled
+    /// meanwhile (a task of its own): a session the server made must be
+    /// known, so that `abandon` can cancel it, rather than left active on
+    /// the server with its URI lost. The caller sees the cancellation right
+    /// after.
     func start(_ resource: UploadResource, ifGenerationMatch: Int64?, declaredLength: Int64?) async throws {
-        let uri = try await wire.start(resource, ifGenerationMatch: ifGenerationMatch, declaredLength: declaredLength)
+        let wire = self.wire
+        let uri = try await Task {
+            try await wire.start(resource, ifGenerationMatch: ifGenerationMatch, declaredLength: declaredLength)
+        }.value
         state.withLock { $0 = State(uri: uri, acknowledged: 0, ifGenerationMatch: ifGenerationMatch, resource: resource) }
+        try Task.checkCancellation()
     }
 
     /// Sends bytes [acknowledged, end) of the source in chunks, the total

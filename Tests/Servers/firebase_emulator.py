@@ -108,6 +108,9 @@ Test controls (besides fake_gcs.py's ``/_faults``, ``/_reset``,
 * ``POST /_latency`` ``{"ms": N}``: every later request (but the ``/_``
   ones) waits N ms before it is handled, outside any lock, as a round
   trip to a distant server would (the benchmark's 20 ms rows).
+* ``GET /_uploads`` every resumable session of either protocol, each
+  ``{"id", "bucket", "name", "status", "firebase"}`` with ``status``
+  ``active``, ``final`` or ``cancelled``.
 * ``GET /_firebase/concurrency`` ``{"widest": N}``: the most requests
   (of any kind, control requests included) handled at once since the last
   clear.
@@ -561,6 +564,7 @@ def v0_session_command(query, headers, body, who):
     if command == ["query"]:
         return session_reply(session)
     if command == ["cancel"]:
+        # upload.ts cancelResumableUpload: a final session is not cancellable (400).
         if session["status"] == "final":
             raise gcs.bad_request("The upload is already final.")
         session["status"] = "cancelled"
@@ -687,6 +691,19 @@ def log(method, path, query, auth, headers):
     REQUESTS.append(entry)
 
 
+def session_state(upload_id, session):
+    """A resumable session as ``GET /_uploads`` lists it, either protocol:
+    ``active``, ``final`` or ``cancelled`` (v0: a session cancelled with
+    ``X-Goog-Upload-Command: cancel``; the JSON API: one cancelled with a
+    DELETE of its URI, https://cloud.google.com/storage/docs/performing-resumable-uploads#cancel-upload)."""
+    if session.get("firebase"):
+        status = session["status"]
+    else:
+        status = "cancelled" if session.get("cancelled") else "final" if session.get("result") is not None else "active"
+    return {"id": upload_id, "bucket": session["bucket"], "name": session["name"], "status": status,
+            "firebase": bool(session.get("firebase"))}
+
+
 def query_text(query):
     return "&".join("%s=%s" % (k, v) for k, vs in sorted(query.items()) for v in vs)
 
@@ -719,6 +736,8 @@ def control(method, path, body):
             with InFlight.lock:
                 InFlight.latency = float(json.loads(body or b"{}").get("ms", 0)) / 1000
             return gcs.Reply.json({"ok": True})
+        if path == "/_uploads" and method == "GET":
+            return gcs.Reply.json([session_state(k, v) for k, v in gcs.STATE.uploads.items()])
         if path == "/_firebase/concurrency" and method == "GET":
             with InFlight.lock:
                 # This request itself is in flight too.

@@ -166,6 +166,46 @@ import Transport
         }
     }
 
+    /// A cancelled upload leaves no active session behind, whenever the
+    /// cancel comes: right after the start (before the session exists, or
+    /// while it is being created) or mid-chunk. v0 sends
+    /// `X-Goog-Upload-Command: cancel`, the JSON API a DELETE of the session
+    /// URI (https://cloud.google.com/storage/docs/performing-resumable-uploads#cancel-upload).
+    @Test(arguments: StorageDialect.allCases)
+    func cancelAtAnyMomentCancelsTheSession(_ dialect: StorageDialect) async throws {
+        let f = try await Fixture(dialect)
+        let data = TestEnv.randomData(2 << 20, seed: 19)
+        func expectCancelled(_ task: StorageUploadTask) async {
+            do {
+                _ = try await task.completion()
+                Issue.record("a cancelled upload must fail")
+            } catch StorageError.cancelled {
+            } catch {
+                Issue.record("a cancelled upload fails with cancelled, not \(error)")
+            }
+        }
+        for attempt in 0..<5 {
+            let task = f.ref("early-\(attempt).bin", in: f.chunked).putData(data)
+            if attempt > 0 { try await Task.sleep(for: .milliseconds(2 * attempt)) }
+            task.cancel()
+            await expectCancelled(task)
+        }
+        let midChunk = f.ref("mid-chunk.bin", in: f.chunked).putData(data)
+        midChunk.observe(.progress) { _ in midChunk.cancel() }
+        await expectCancelled(midChunk)
+        // The cancel is sent as the task ends; give it a moment to land.
+        var sessions = try await f.server.uploadSessions(under: f.folder)
+        for _ in 0..<50 where sessions.contains(where: { $0.status != "cancelled" }) {
+            try await Task.sleep(for: .milliseconds(100))
+            sessions = try await f.server.uploadSessions(under: f.folder)
+        }
+        #expect(sessions.contains { $0.name.hasSuffix("mid-chunk.bin") }, "the mid-chunk upload had a session: \(sessions)")
+        #expect(sessions.allSatisfy { $0.status == "cancelled" }, "every session cancelled: \(sessions)")
+        for name in (0..<5).map({ "early-\($0).bin" }) + ["mid-chunk.bin"] {
+            #expect(try await f.server.raw.resource("\(f.folder)/\(name)") == nil, "no object \(name)")
+        }
+    }
+
     @Test(arguments: StorageDialect.allCases)
     func streamingUpload(_ dialect: StorageDialect) async throws {
         let f = try await Fixture(dialect)

@@ -23,7 +23,8 @@ public struct FileSystemStatus: Codable, Sendable, Equatable {
         /// Why the upload failed.
         public var reason: String
         /// Set when background retries gave up (a precondition failed, for
-        /// example), with the reason; nil while they go on.
+        /// example) or were never going to run (a failure that is not
+        /// transient), with the reason; nil while they go on.
         public var retryStopped: String?
     }
 

@@ -260,17 +260,26 @@ extension FileSystem {
         _ staged: StagedFile, name: String, version: UInt64, options: PutOptions, _ error: StoreError, _ reason: String
     ) -> FSError {
         staged.state.withLock { $0.failedVersion = version }
-        let saved = recovery?.save(staged.file.path, objectName: name, options: options, reason: "\(error)")
+        // Only a transient failure is retried in the background; the entry
+        // says so from the start, as `bucketfs status` reports it.
+        let notRetried: String? = if !error.isTransient {
+            "not a transient failure: \(error)"
+        } else if retrier == nil {
+            "this mount retries nothing in the background"
+        } else {
+            nil
+        }
+        let saved = recovery?.save(staged.file.path, objectName: name, options: options, reason: "\(error)", notRetried: notRetried)
         let errno: Int32 = switch error {
         case .preconditionFailed: ESTALE
         case .permissionDenied, .unauthenticated: EACCES
         default: EIO
         }
-        let retried = saved != nil && error.isTransient && retrier != nil
+        let retried = saved != nil && notRetried == nil
         logger.error("upload failed; the written bytes are kept in the recovery folder", metadata: [
             "object": "\(name)", "on": "\(reason)", "cause": "\(error)", "errno": "\(errno)",
             "recovery": "\(saved ?? "none (no cache directory)")",
-            "background retries": "\(retried ? "yes, while mounted" : "no")",
+            "background retries": "\(retried ? "yes, while mounted" : "no (\(notRetried ?? "no recovery entry"))")",
         ])
         if retried { retrier?.track([name]) }
         return FSError(errno, "upload of \(name) on \(reason): \(error)")

@@ -71,7 +71,12 @@ public struct RecoveryFolder: Sendable {
     /// Copies `localPath` (a staged file) for `objectName`; returns where,
     /// or nil if even that failed (logged: then the bytes are only in the
     /// staged file, which stays until release).
-    func save(_ localPath: String, objectName: String, options: PutOptions, reason: String, move: Bool = false) -> String? {
+    /// `notRetried`: why the mount will not retry it in the background (the
+    /// sidecar's `retryStopped` from the start, so `bucketfs status` says so).
+    func save(
+        _ localPath: String, objectName: String, options: PutOptions, reason: String, notRetried: String? = nil,
+        move: Bool = false
+    ) -> String? {
         let target = path(for: objectName)
         let fm = FileManager.default
         do {
@@ -87,7 +92,7 @@ public struct RecoveryFolder: Sendable {
             let size = stat(target, &info) == 0 ? Int64(info.st_size) : 0
             let entry = Entry(
                 bucket: bucket, object: objectName, ifGenerationMatch: options.ifGenerationMatch, contentType: options.contentType,
-                metadata: options.customMetadata, size: size, savedAt: Date(), reason: reason)
+                metadata: options.customMetadata, size: size, savedAt: Date(), reason: reason, retryStopped: notRetried)
             try Self.write(entry, to: target + Self.sidecarSuffix)
             return target
         } catch {

@@ -24,6 +24,22 @@ struct CRC32C: Sendable, Equatable {
         withUnsafeBytes(of: value.bigEndian) { Data($0).base64EncodedString() }
     }
 
+    /// A `crc32c` metadata value in the JSON API's encoding (base64, as
+    /// `x-goog-hash` carries it too), whichever of the two encodings the
+    /// server wrote. The Firebase emulator writes the decimal uint32 in v0
+    /// metadata (firebase-tools src/emulator/storage/metadata.ts:
+    /// StoredFileMetadata keeps `${crc32c(bytes)}`, OutgoingFirebaseMetadata
+    /// sends it as is). What production v0 writes the Firebase SDKs do not
+    /// tell (firebase-js-sdk's metadata mappings never read crc32c), so both
+    /// are accepted. They cannot be confused: four bytes in base64 are eight
+    /// characters ending in "==", a decimal has digits only.
+    static func normalized(_ text: String) -> String {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            let value = UInt32(text)
+        else { return text }
+        return base64(value)
+    }
+
     static func checksum(_ data: some DataProtocol) -> UInt32 {
         var crc = CRC32C()
         crc.update(data)

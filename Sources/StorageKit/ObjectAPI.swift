@@ -89,6 +89,7 @@ struct ObjectAPI: Sendable {
         _ request: HTTPRequest, object: String?, accepting: Set<Int> = [],
         sink: ResponseBodySink? = nil
     ) async throws(StorageError) -> HTTPResponse {
+        if let object { try Self.checkReachable(object, configuration) }
         var refreshed = false
         while true {
             var authorized = billed(request)
@@ -136,6 +137,22 @@ struct ObjectAPI: Sendable {
             billed.url += (billed.url.contains("?") ? "&" : "?") + "userProject=" + Self.encode(project)
         }
         return billed
+    }
+
+    /// The Firebase Storage emulator decodes an object's path segment twice
+    /// (Express decodes `req.params`, then firebase-tools calls
+    /// `decodeURIComponent` on it again: src/emulator/storage/apis/firebase.ts),
+    /// where production decodes once. A name with `%` in it is therefore
+    /// another name there (`a%41.txt` is `aA.txt`) or a 500 (`100%.txt`,
+    /// which the emulator fails on every time). Encoding such names twice
+    /// would be right for the emulator only and wrong for anything else
+    /// answering over http, so they are refused at once instead, before any
+    /// request (uploads too, whose `?name=` is decoded once: the object
+    /// could not be read back).
+    static func checkReachable(_ object: String, _ configuration: StorageConfiguration) throws(StorageError) {
+        guard configuration.isFirebaseEmulator, object.contains("%") else { return }
+        throw StorageError.invalidArgument(
+            "\(object): the Firebase Storage emulator decodes object names twice, so a name containing % cannot be used there")
     }
 
     /// A transport failure that survived the retry budget.

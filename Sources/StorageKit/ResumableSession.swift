@@ -62,9 +62,19 @@ final class ResumableSession: Sendable {
     /// Starts the session. `declaredLength` is the total when it is known,
     /// nil for a streaming upload. A failing `ifGenerationMatch` fails here
     /// already (`preconditionFailed`).
+    ///
+    /// The start request runs to its end even if the caller is cancelled
+    /// meanwhile (a task of its own): a session the server made must be
+    /// known, so that `abandon` can cancel it, rather than left active on
+    /// the server with its URI lost. The caller sees the cancellation right
+    /// after.
     func start(_ resource: UploadResource, ifGenerationMatch: Int64?, declaredLength: Int64?) async throws {
-        let uri = try await wire.start(resource, ifGenerationMatch: ifGenerationMatch, declaredLength: declaredLength)
+        let wire = self.wire
+        let uri = try await Task {
+            try await wire.start(resource, ifGenerationMatch: ifGenerationMatch, declaredLength: declaredLength)
+        }.value
         state.withLock { $0 = State(uri: uri, acknowledged: 0, ifGenerationMatch: ifGenerationMatch, resource: resource) }
+        try Task.checkCancellation()
     }
 
     /// Sends bytes [acknowledged, end) of the source in chunks, the total
@@ -108,7 +118,7 @@ final class ResumableSession: Sendable {
             try Task.checkCancellation()
             let before = acknowledged
             do {
-                if queryFirst, let done = adopt(try await wire.query(uri, total: total)) { return done }
+                if queryFirst, let done = try await adopt(try await wire.query(uri, total: total), total: total) { return done }
                 queryFirst = false
                 let offset = acknowledged
                 if total == nil && offset >= end { return nil }
@@ -158,7 +168,7 @@ final class ResumableSession: Sendable {
     /// is already finalised, or is finalised by this query (the JSON API
     /// does that once all of a known total arrived).
     func queryStatus(total: Int64?) async throws -> StorageMetadata? {
-        adopt(try await wire.query(try sessionURI(), total: total))
+        try await adopt(try await wire.query(try sessionURI(), total: total), total: total)
     }
 
     /// Tells the server to drop the session (best effort: one attempt, as
@@ -192,11 +202,14 @@ final class ResumableSession: Sendable {
         let answer = try await wire.send(
             uri, range, total: total, body: source.body(range),
             progress: Uploader.throttled(total: range.upperBound - start) { sent in progress(start + sent) })
-        return adopt(answer)
+        return try await adopt(answer, total: total)
     }
 
     /// Records what the server holds; the metadata once the object exists.
-    private func adopt(_ answer: ResumableAnswer) -> StorageMetadata? {
+    /// A final session whose answer lacks the object is ours if the live
+    /// object is exactly what was sent (size, hash, custom metadata);
+    /// anything else there is an error, never a reason to upload again.
+    private func adopt(_ answer: ResumableAnswer, total: Int64?) async throws -> StorageMetadata? {
         switch answer {
         case .incomplete(let persisted):
             state.withLock { $0.acknowledged = persisted }
@@ -204,6 +217,16 @@ final class ResumableSession: Sendable {
         case .done(let metadata):
             state.withLock { $0.acknowledged = metadata.size }
             return metadata
+        case .finalWithoutObject:
+            guard let total else {
+                throw StorageError.unknown(message: "the server finished the upload of \(object) before its end was sent", response: nil)
+            }
+            guard let stored = await storedAlready(total: total) else {
+                throw StorageError.unknown(
+                    message: "the upload session of \(object) is final, but the object there is not the \(total) bytes sent", response: nil)
+            }
+            state.withLock { $0.acknowledged = stored.size }
+            return stored
         }
     }
 }

@@ -7,6 +7,11 @@ enum ResumableAnswer: Sendable {
     case incomplete(Int64)
     /// The object exists.
     case done(StorageMetadata)
+    /// The session is final but the answer does not carry the object: the
+    /// Firebase emulator's plain `OK` to a query or a repeated finalize, or
+    /// a success whose JSON was cut short. Whether the object there is the
+    /// one sent is told by its metadata (`UploadSource.storedObject`).
+    case finalWithoutObject
 }
 
 /// The requests of one dialect's resumable upload protocol; the loop that
@@ -84,12 +89,18 @@ struct JSONResumableWire: ResumableWire {
     private static func totalLabel(_ total: Int64?) -> String { total.map(String.init) ?? "*" }
 
     /// 308: the server has bytes 0...N (its `Range` header; none means
-    /// none). 200/201: the object exists and this is its metadata.
+    /// none). 200/201: the object exists and this is its metadata
+    /// (https://cloud.google.com/storage/docs/performing-resumable-uploads#status-check);
+    /// a 200/201 whose body is not the object (cut short on the way) still
+    /// says the upload completed.
     private func answer(_ response: HTTPResponse) throws -> ResumableAnswer {
         if response.status == 308 {
             return .incomplete(response.headers["range"].flatMap(Self.lastByte).map { $0 + 1 } ?? 0)
         }
-        return .done(try StorageMetadata(resource: ObjectAPI.json(response)))
+        guard let resource = try? ObjectAPI.json(response), let metadata = try? StorageMetadata(resource: resource) else {
+            return .finalWithoutObject
+        }
+        return .done(metadata)
     }
 
     /// `bytes=0-1234` → 1234.
@@ -164,11 +175,20 @@ struct FirebaseResumableWire: ResumableWire {
         try await api.checkPrecondition(of: object, ifGenerationMatch: ifGenerationMatch)
     }
 
-    /// `X-Goog-Upload-Status: final` carries the object; `active` the
-    /// bytes received (`X-Goog-Upload-Size-Received`, else `received`).
+    /// `X-Goog-Upload-Status: final` carries the object, or (the
+    /// emulator's answer to a query or a repeated finalize: the text `OK`,
+    /// firebase-tools src/emulator/storage/apis/firebase.ts) does not;
+    /// `active` the bytes received (`X-Goog-Upload-Size-Received`, else
+    /// `received`).
     private func answer(_ response: HTTPResponse, received assumed: Int64? = nil) throws -> ResumableAnswer {
         let status = response.headers["x-goog-upload-status"]?.lowercased()
-        if status == "final" || (status == nil && !response.body.isEmpty) {
+        if status == "final" {
+            guard let resource = try? ObjectAPI.json(response), let metadata = try? StorageMetadata(resource: resource) else {
+                return .finalWithoutObject
+            }
+            return .done(metadata)
+        }
+        if status == nil && !response.body.isEmpty {
             return .done(try StorageMetadata(resource: ObjectAPI.json(response)))
         }
         guard status == "active" || status == nil else {

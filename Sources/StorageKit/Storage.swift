@@ -189,6 +189,13 @@ public struct StorageConfiguration: Sendable {
     /// The API requests speak, as the credentials choose it.
     public var dialect: StorageDialect { credentials.dialect }
 
+    /// Whether requests go to the Firebase Local Emulator Suite's Storage
+    /// emulator rather than Firebase Storage: the Firebase dialect over plain
+    /// HTTP. Production Firebase Storage is served over HTTPS only, and every
+    /// way to name the emulator (`FIREBASE_STORAGE_EMULATOR_HOST`,
+    /// `useEmulator(withHost:port:)`, an `http://` endpoint) gives http.
+    public var isFirebaseEmulator: Bool { dialect == .firebase && endpoint.scheme?.lowercased() == "http" }
+
     /// - Parameter endpoint: nil: the dialect's default endpoint.
     public init(
         endpoint: URL? = nil,

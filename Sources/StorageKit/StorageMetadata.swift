@@ -97,7 +97,8 @@ public final class StorageMetadata: Sendable, CustomStringConvertible {
         s.size = Self.int64(dictionary["size"]) ?? 0
         s.timeCreated = (dictionary["timeCreated"] as? String).flatMap(RFC3339.parse)
         s.updated = (dictionary["updated"] as? String).flatMap(RFC3339.parse)
-        s.crc32c = dictionary["crc32c"] as? String
+        // One encoding inside, the JSON API's base64, whichever the server sent.
+        s.crc32c = (dictionary["crc32c"] as? String).map(CRC32C.normalized)
         s.downloadTokens = dictionary["downloadTokens"] as? String
         s.md5Hash = dictionary["md5Hash"] as? String
         s.cacheControl = dictionary["cacheControl"] as? String

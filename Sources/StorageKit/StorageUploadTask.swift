@@ -187,9 +187,12 @@ public final class StorageUploadTask: Sendable {
         }
     }
 
+    /// Ends a cancelled upload and drops its session on the server. The
+    /// cancel request goes out from a task of its own: this one is
+    /// cancelled, and the transport sends nothing for a cancelled task.
     private func abandonCancelled() async {
         finish(.failure(StorageError.cancelled))
-        await uploader.abandon()
+        await Task { await uploader.abandon() }.value
     }
 
     /// Records and delivers an event. Once the outcome is decided only

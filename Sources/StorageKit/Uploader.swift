@@ -10,37 +10,38 @@ enum UploadSource: Sendable {
     case file(path: String)
 
     /// The live object `name`, if it is exactly what an upload of these
-    /// `total` bytes sends (size, CRC32C, the custom metadata): then an
-    /// earlier attempt whose answer was lost stored it. Nil otherwise, or
-    /// if that cannot be told.
+    /// `total` bytes sends (size, CRC32C, else MD5, and the custom
+    /// metadata): then an earlier attempt whose answer was lost or cut
+    /// stored it. Nil otherwise, or if that cannot be told (no hash).
     func storedObject(_ name: String, api: ObjectAPI, total: Int64, customMetadata: [String: String]) async -> StorageMetadata? {
         let request = HTTPRequest(method: .get, url: api.objectURL(name), isIdempotent: true)
         guard let response = try? await api.send(request, object: name),
             let live = try? StorageMetadata(resource: ObjectAPI.json(response)),
-            live.size == total, let crc = live.crc32c,
-            live.customMetadata.map({ stored in customMetadata.allSatisfy { stored[$0.key] == $0.value } }) ?? customMetadata.isEmpty,
-            let local = try? crc32c(), CRC32C.base64(local) == crc
+            live.size == total,
+            live.customMetadata.map({ stored in customMetadata.allSatisfy { stored[$0.key] == $0.value } }) ?? customMetadata.isEmpty
         else { return nil }
+        let announced = ObjectHashes(metadata: live)
+        guard !announced.isEmpty, let local = try? hashes(includeMD5: live.crc32c == nil), local.matches(announced) else { return nil }
         api.storage.logger.debug("an upload attempt whose answer was lost stored the object", metadata: [
             "object": "\(name)", "generation": "\(live.generation)",
         ])
         return live
     }
 
-    /// The CRC32C of all the bytes.
-    func crc32c() throws -> UInt32 {
+    /// The hashes of all the bytes (MD5 only when asked: it is the slower one).
+    func hashes(includeMD5: Bool) throws -> ChecksumAccumulator {
+        var accumulator = ChecksumAccumulator(includeMD5: includeMD5)
         switch self {
         case .data(let d):
-            return CRC32C.checksum(d)
+            accumulator.update(d)
         case .file(let path):
             guard let handle = FileHandle(forReadingAtPath: path) else {
                 throw StorageError.invalidArgument("cannot read \(path)")
             }
             defer { try? handle.close() }
-            var crc = CRC32C()
-            while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { crc.update(piece) }
-            return crc.value
+            while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { accumulator.update(piece) }
         }
+        return accumulator
     }
 
     /// The bytes in `range` as a streaming request body.

@@ -78,7 +78,7 @@ enum StatusText {
         }
         lines.append("  recovery folder: \(fs.recovery.count) \(fs.recovery.count == 1 ? "entry" : "entries") in \(r.cacheDirectory)/recovery/\(r.bucket)")
         for entry in fs.recovery {
-            let stopped = entry.retryStopped.map { "; retries stopped: \($0)" } ?? "; retried in the background"
+            let stopped = entry.retryStopped.map { "; not retried in the background: \($0)" } ?? "; retried in the background"
             lines.append("    \(entry.object)  \(bytes(entry.size))  saved \(entry.savedAt.formatted(.iso8601))  cause: \(entry.reason)\(stopped)")
         }
         let c = fs.caches

@@ -53,6 +53,12 @@ import Testing
         await expectErrno(EACCES) { try await h.fs.flush(inode, handle: handle) }
         try await h.fs.release(inode, handle: handle)
         #expect(h.store.requestCount(.put) == 1)
+        // Kept, and marked as not retried in the background: what
+        // `bucketfs status` shows must match what the mount does.
+        let kept = RecoveryFolder(cacheDirectory: cache, bucket: "b", logger: .init(label: "t")).pending()
+        #expect(kept.map(\.entry.object) == ["denied.txt"])
+        #expect(kept.first?.entry.retryStopped?.contains("not a transient failure") == true, "\(kept.map(\.entry))")
+        #expect(h.fs.status().recovery.first?.retryStopped != nil)
     }
 
     @Test func pastTheWindowTheBytesWaitAndAreUploadedInTheBackground() async throws {

@@ -88,6 +88,41 @@ extension MountTests {
                     "the outage should be logged at warning while it lasts\nlog:\n\(mount.logTail())")
         }
 
+        /// The request that completes an upload lands, but its answer is
+        /// lost, cut mid-body, or arrives complete-looking with its JSON cut
+        /// short: the close recognises the stored object by its metadata.
+        static func finalAnswerFault(_ kind: String) -> [String: Any] {
+            switch kind {
+            case "lost": return ["drop": true, "apply": true]
+            case "cut": return ["cut_answer_after_bytes": 40]
+            default: return ["cut_answer_after_bytes": 40, "framed": true]
+            }
+        }
+
+        @Test("the final chunk's answer lost or truncated: close succeeds, the object byte-identical, no recovery entry",
+              .timeLimit(.minutes(3)), arguments: ["lost", "cut", "framed"])
+        func finalAnswerLostOrTruncated(_ kind: String) async throws {
+            let bucket = "faults-\(UUID().uuidString.prefix(8).lowercased())"
+            let proxy = try await FaultProxy(upstream: try MountEnv.fake(), bucket: bucket)
+            defer { proxy.stop() }
+            let prefix = MountEnv.uniquePrefix("final")
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            // 9 MiB: over the 8 MiB multipart threshold, under the 64 MiB
+            // chunk: one resumable chunk, the one that completes the object.
+            let data = MountEnv.pattern(9 << 20, seed: 1206)
+            try data.write(to: URL(fileURLWithPath: scratch + "/file.bin"))
+            let mount = try await Mount.start(endpoint: proxy.endpoint, bucket: bucket, prefix: prefix)
+            defer { mount.cleanup() }
+            try await proxy.fault([Self.chunkFault(Self.finalAnswerFault(kind))])
+            let cp = try await Tools.run("/bin/cp", [scratch + "/file.bin", mount.at("file.bin")])
+            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(proxy.gcs, "\(prefix)/file.bin", holds: data, "after a \(kind) final answer")
+            #expect(try await proxy.requests().filter { $0.fault != nil }.count == 1, "the fault hit the final chunk")
+            let recovery = "\(mount.cacheDir)/recovery/\(bucket)/\(prefix)/file.bin"
+            #expect(!FileManager.default.fileExists(atPath: recovery), "no recovery entry")
+        }
+
         @Test("past the upload retry time: EIO, the bytes in the recovery folder, uploaded in the background once the outage ends, never over a newer object", .timeLimit(.minutes(3)))
         func backgroundRetryOfRecoveryEntries() async throws {
             // fake_gcs.py behind the proxy: it honours preconditions.

@@ -63,7 +63,8 @@ extension MountTests {
             /// Mounts the whole bucket signed in as `user`; with `fstabStyle`
             /// the sign-in goes in `-o name=value` options, as /etc/fstab
             /// passes them.
-            func mount(as user: User, options: [String] = [], fstabStyle: Bool = false) async throws -> Mount {
+            func mount(as user: User, options: [String] = [], fstabStyle: Bool = false, through proxy: FaultProxy? = nil) async throws -> Mount {
+                let endpoint = proxy?.endpoint ?? endpoint
                 let host = String(endpoint.dropFirst("http://".count))
                 let signIn = fstabStyle
                     ? ["-o", "firebase_api_key=\(Firebase.apiKey),firebase_email=\(user.email),firebase_password_file=\(user.passwordFile),firebase_auth_emulator=\(host)"]
@@ -315,6 +316,56 @@ extension MountTests {
             let recovery = "\(mount.cacheDir)/recovery/\(s.bucket)/\(folder)/refused.bin"
             #expect(FileManager.default.contents(atPath: recovery) == data, "the refused bytes wait in \(recovery)")
             #expect(try await s.gcs.resource("\(folder)/refused.bin") == nil)
+            // A refusal is not retried in the background: the entry says so
+            // (what `bucketfs status` shows), rather than nothing.
+            let sidecar = (try? String(contentsOfFile: recovery + ".bucketfs-pending.json", encoding: .utf8)) ?? ""
+            #expect(sidecar.contains("retryStopped") && sidecar.contains("not a transient failure"), "\(sidecar)")
+        }
+
+        @Test("over v0 (crc32c a decimal there): rename succeeds and gcs.crc32c is the base64 the JSON API shows", .timeLimit(.minutes(3)))
+        func decimalCRC32CFromV0() async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            let folder = "users/\(s.a.uid)"
+            let data = MountEnv.pattern(100_000, seed: 5)
+            try await s.gcs.put("\(folder)/before.bin", data)
+            let mount = try await s.mount(as: s.a)
+            defer { mount.cleanup() }
+            let resource = try #require(try await s.gcs.resource("\(folder)/before.bin"))
+            let base64 = try #require(resource["crc32c"] as? String)
+            let getfattr = try await Self.run("/usr/bin/getfattr", ["--only-values", "-n", "gcs.crc32c", mount.at("\(folder)/before.bin")])
+            #expect(getfattr.ok && getfattr.out == base64, "\(getfattr.summary)\nlog:\n\(mount.logTail())")
+            // rename copies through the client and checks the copy's CRC32C
+            // against the source's: both must be read in the same encoding.
+            let renamed = Posix.rename2(mount.at("\(folder)/before.bin"), mount.at("\(folder)/after.bin"), flags: 0)
+            #expect(renamed.rc == 0, "rename: \(renamed)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(s.gcs, "\(folder)/after.bin", holds: data, "renamed over v0")
+            #expect(try await s.gcs.resource("\(folder)/before.bin") == nil)
+        }
+
+        @Test("over v0, the finalizing chunk's answer lost or truncated: close succeeds, the object byte-identical, no recovery entry",
+              .timeLimit(.minutes(3)), arguments: ["lost", "cut"])
+        func finalAnswerLostOrTruncated(_ kind: String) async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            let proxy = try await FaultProxy(upstream: s.endpoint, bucket: s.bucket)
+            defer { proxy.stop() }
+            let folder = "users/\(s.a.uid)"
+            // 9 MiB: over the multipart threshold, under the 64 MiB chunk:
+            // one resumable chunk, `upload, finalize`.
+            let data = MountEnv.pattern(9 << 20, seed: 6)
+            try data.write(to: URL(fileURLWithPath: s.scratch + "/file.bin"))
+            try await s.gcs.put("\(folder)/keep.txt", Data("k".utf8))  // A's folder exists
+            let mount = try await s.mount(as: s.a, through: proxy)
+            defer { mount.cleanup() }
+            let fault: [String: Any] = kind == "lost" ? ["drop": true, "apply": true] : ["cut_answer_after_bytes": 40]
+            try await proxy.fault([["method": "POST", "path_contains": "upload_id=", "min_body_bytes": 1].merging(fault) { $1 }])
+            let cp = try await Self.run("/bin/cp", [s.scratch + "/file.bin", mount.at("\(folder)/file.bin")])
+            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(s.gcs, "\(folder)/file.bin", holds: data, "after a \(kind) final answer")
+            #expect(try await proxy.requests().filter { $0.fault != nil }.count == 1, "the fault hit the finalizing chunk")
+            let recovery = "\(mount.cacheDir)/recovery/\(s.bucket)/\(folder)/file.bin"
+            #expect(!FileManager.default.fileExists(atPath: recovery), "no recovery entry")
         }
 
         @Test("ls -l of 1,000 objects: one listing, stats side by side; rename is bounded", .timeLimit(.minutes(3)))

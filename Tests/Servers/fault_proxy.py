@@ -36,6 +36,12 @@ faulted, never logged):
       (the full Content-Length) and its first N body bytes, then send nothing
       for ``stall_body_seconds`` (default 30) without closing, and close: a
       download that stalls mid-body (longer than the client's stall timeout).
+  ``"cut_answer_after_bytes": N``  forward (the server acts), send the
+      server's status line and headers (with the true Content-Length),
+      then only the first N bytes of its body, then close the connection:
+      a truncated final answer, as a connection lost while the answer
+      travels leaves it. With ``"framed": true`` the Content-Length is N
+      instead: a complete-looking answer whose body (JSON) is cut short.
 
   With ``"apply": true`` a ``status`` or ``drop`` fault forwards the request
   first (the server acts; its answer is lost). The first registered matching
@@ -60,7 +66,8 @@ from urllib.parse import urlsplit
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_gcs as gcs  # noqa: E402  (its loopback serving)
 
-ACTIONS = ("status", "drop", "cut_request_after_bytes", "stall_seconds", "stall_body_after_bytes")
+ACTIONS = ("status", "drop", "cut_request_after_bytes", "stall_seconds", "stall_body_after_bytes",
+           "cut_answer_after_bytes")
 HOP_BY_HOP = {
     "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
     "content-length",
@@ -265,6 +272,9 @@ class Handler(BaseHTTPRequestHandler):
         if action == "stall_body_after_bytes":
             self._answer_stalling(answer, fault)
             return
+        if action == "cut_answer_after_bytes":
+            self._answer_cut(answer, int(fault["cut_answer_after_bytes"]), bool(fault.get("framed")))
+            return
         self._answer(*answer)
 
     def _answer_stalling(self, answer, fault):
@@ -277,6 +287,16 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
         time.sleep(float(fault.get("stall_body_seconds", 30)))
+        self._abort()
+
+    def _answer_cut(self, answer, keep, framed):
+        """The answer's head, `keep` bytes of its body, then a closed
+        connection; Content-Length the whole body's, or with `framed`
+        the bytes kept."""
+        status, headers, body = answer
+        self._send_head(status, headers, min(keep, len(body)) if framed else len(body))
+        self.wfile.write(body[:keep])
+        self.wfile.flush()
         self._abort()
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle

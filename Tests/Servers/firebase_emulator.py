@@ -38,7 +38,9 @@ that is malformed, not from this project or expired is 401 (production
 Firebase Storage's answer; the emulator does not check expiry). ID tokens
 are unsigned JWTs (``alg: none``), as the Auth emulator issues them.
 
-Storage, under ``/v0/b/{bucket}/o`` (objects are one %-encoded segment):
+Storage, under ``/v0/b/{bucket}/o`` (objects are one %-encoded segment,
+decoded twice as the emulator does: ``a%2541.txt`` is ``aA.txt``, and
+``100%25.txt`` is a 500; see ``decode_uri_component``):
 
 * ``GET /o?prefix=&delimiter=&maxResults=&pageToken=`` list: ``prefixes``,
   ``items`` (only ``name`` and ``bucket``), ``nextPageToken``; pages of at
@@ -47,7 +49,8 @@ Storage, under ``/v0/b/{bucket}/o`` (objects are one %-encoded segment):
   ``downloadTokens`` (comma-separated; the object's custom metadata key
   ``firebaseStorageDownloadTokens``, which is not shown in ``metadata``;
   one is made on first read if missing), ``contentEncoding`` ``identity``
-  by default. ``?alt=media`` the bytes (``Range`` honoured); with
+  by default, ``crc32c`` the decimal uint32 (the JSON API's is base64).
+  ``?alt=media`` the bytes (``Range`` honoured); with
   ``&token=T`` (a download token) no rules apply. No ``x-goog-*`` headers
   (no generation, no hash), as the emulator.
 * ``PATCH /o/{o}`` metadata update: writable properties given are set, null
@@ -61,12 +64,14 @@ Storage, under ``/v0/b/{bucket}/o`` (objects are one %-encoded segment):
   ``X-Goog-Upload-Status: active``, ``X-Goog-Upload-URL`` (this path plus
   ``&upload_id=ID&upload_protocol=resumable``) and
   ``X-Goog-Upload-Chunk-Granularity: 262144``. To the upload URL:
-  ``query`` (``X-Goog-Upload-Status`` active/final/cancelled and
-  ``X-Goog-Upload-Size-Received``; the metadata once final), ``upload``
-  with ``X-Goog-Upload-Offset`` (a chunk starting past the received size is
-  400; bytes already received are skipped), ``upload, finalize`` or
-  ``finalize`` (the object, ``X-Goog-Upload-Status: final``; again on a
-  repeat), ``cancel``. Rules are checked at start and at finalize. No
+  ``query`` (the text ``OK`` with ``X-Goog-Upload-Status``
+  active/final/cancelled and ``X-Goog-Upload-Size-Received``; never the
+  object, even once final), ``upload`` with ``X-Goog-Upload-Offset`` (a
+  chunk starting past the received size is 400; bytes already received are
+  skipped; ``OK``), ``upload, finalize`` or ``finalize`` (the object,
+  ``X-Goog-Upload-Status: final``; a repeated ``finalize`` is ``OK`` with
+  ``X-Goog-Upload-Status: final``, bytes for a session no longer active
+  400), ``cancel`` (``OK``; 400 once final). Rules are checked at start and at finalize. No
   preconditions exist in v0.
 
 Auth (as the Auth emulator, under ``/identitytoolkit.googleapis.com/v1`` and
@@ -103,6 +108,9 @@ Test controls (besides fake_gcs.py's ``/_faults``, ``/_reset``,
 * ``POST /_latency`` ``{"ms": N}``: every later request (but the ``/_``
   ones) waits N ms before it is handled, outside any lock, as a round
   trip to a distant server would (the benchmark's 20 ms rows).
+* ``GET /_uploads`` every resumable session of either protocol, each
+  ``{"id", "bucket", "name", "status", "firebase"}`` with ``status``
+  ``active``, ``final`` or ``cancelled``.
 * ``GET /_firebase/concurrency`` ``{"widest": N}``: the most requests
   (of any kind, control requests included) handled at once since the last
   clear.
@@ -414,6 +422,12 @@ def firebase_metadata(obj):
         )
         if k in r
     }
+    if "crc32c" in out:
+        # The emulator keeps and sends crc32c as the decimal uint32
+        # (firebase-tools src/emulator/storage/metadata.ts: StoredFileMetadata
+        # sets `${crc32c(bytes)}`, OutgoingFirebaseMetadata copies it), not
+        # the JSON API's base64; x-goog-hash is not sent by v0 at all.
+        out["crc32c"] = str(int.from_bytes(base64.b64decode(out["crc32c"]), "big"))
     out["contentEncoding"] = r.get("contentEncoding", "identity")
     out["downloadTokens"] = tokens
     custom = {k: v for k, v in (r.get("metadata") or {}).items() if k != TOKEN_KEY}
@@ -525,15 +539,21 @@ def v0_upload(bucket, query, headers, body, host, who):
     })
 
 
-def session_reply(session, extra_status=200):
-    headers = {
+def ok_reply(headers):
+    """Express's ``res.sendStatus(200)``, which the emulator answers most
+    session commands with: the text ``OK``, no JSON."""
+    return gcs.Reply(200, b"OK", dict(headers, **{"Content-Type": "text/plain; charset=utf-8"}))
+
+
+def session_reply(session):
+    """What the emulator answers ``query``: ``OK`` with the bytes received
+    and the session's status (active, final or cancelled), never the object,
+    even once final (firebase-tools src/emulator/storage/apis/firebase.ts,
+    the ``query`` branch; the status names are upload.ts's UploadStatus)."""
+    return ok_reply({
         "X-Goog-Upload-Status": session["status"],
         "X-Goog-Upload-Size-Received": str(len(session["data"])),
-    }
-    if session["status"] == "final":
-        reply = gcs.Reply.json(session["result"], headers=headers)
-        return reply
-    return gcs.Reply(extra_status, b"", headers)
+    })
 
 
 def v0_session_command(query, headers, body, who):
@@ -544,14 +564,20 @@ def v0_session_command(query, headers, body, who):
     if command == ["query"]:
         return session_reply(session)
     if command == ["cancel"]:
+        # upload.ts cancelResumableUpload: a final session is not cancellable (400).
         if session["status"] == "final":
             raise gcs.bad_request("The upload is already final.")
         session["status"] = "cancelled"
-        return session_reply(session)
-    if session["status"] == "final":
-        return session_reply(session)
+        return ok_reply({})
+    if session["status"] == "final" and command == ["finalize"]:
+        # A repeated finalize: the first one's status code as plain text,
+        # with X-Goog-Upload-Status: final (firebase.ts, the
+        # UploadPreviouslyFinalizedError branch).
+        return ok_reply({"X-Goog-Upload-Status": "final"})
     if session["status"] != "active":
-        raise gcs.bad_request("The upload was cancelled.")
+        # upload.ts continueResumableUpload / finalizeResumableUpload: bytes
+        # for a session that is not active are UploadNotActiveError, 400.
+        raise gcs.bad_request("The upload is %s." % session["status"])
     data = session["data"]
     if "upload" in command:
         offset = headers.get("X-Goog-Upload-Offset")
@@ -566,7 +592,7 @@ def v0_session_command(query, headers, body, who):
     elif command != ["finalize"]:
         raise gcs.bad_request("Unknown X-Goog-Upload-Command %r." % headers.get("X-Goog-Upload-Command"))
     if "finalize" not in command:
-        return session_reply(session)
+        return ok_reply({"X-Goog-Upload-Status": "active"})
     if session["declared"] is not None and session["declared"] != len(data):
         raise gcs.bad_request(
             "The upload declared %d bytes but holds %d." % (session["declared"], len(data))
@@ -575,8 +601,7 @@ def v0_session_command(query, headers, body, who):
     props = upload_props(session["meta"], session["type"])
     obj = gcs.store_object(session["bucket"], session["name"], bytes(data), props, {})
     session["status"] = "final"
-    session["result"] = firebase_metadata(obj)
-    return session_reply(session)
+    return gcs.Reply.json(firebase_metadata(obj), headers={"X-Goog-Upload-Status": "final"})
 
 
 # --- routing --------------------------------------------------------------------
@@ -628,7 +653,7 @@ def route_firebase(method, path, query, headers, body, host):
         if method in ("POST", "PUT"):
             return v0_upload(bucket, query, headers, body, host, who)
     else:
-        bucket, name = unquote(m_object.group(1)), unquote(m_object.group(2))
+        bucket, name = unquote(m_object.group(1)), decode_uri_component(unquote(m_object.group(2)))
         if method == "GET":
             return v0_get(bucket, name, query, headers, who)
         if method == "PATCH" or (
@@ -640,6 +665,22 @@ def route_firebase(method, path, query, headers, body, host):
     raise gcs.HTTPError(405, "Method %s not allowed on %s" % (method, path), "methodNotAllowed")
 
 
+def decode_uri_component(text):
+    """JavaScript's decodeURIComponent, which the emulator applies to the
+    object segment Express has already decoded (firebase-tools
+    src/emulator/storage/apis/firebase.ts: ``decodeURIComponent(
+    req.params.objectId)``), so names are decoded twice there: ``a%2541.txt``
+    reaches ``aA.txt``. A ``%`` not followed by two hex digits, or bytes that
+    are not UTF-8, throw URIError, which Express answers 500 (its default
+    error handler), every time."""
+    if re.search(r"%(?![0-9A-Fa-f]{2})", text):
+        raise gcs.HTTPError(500, "URIError: URI malformed", "backendError")
+    try:
+        return unquote(text, errors="strict")
+    except UnicodeDecodeError:
+        raise gcs.HTTPError(500, "URIError: URI malformed", "backendError")
+
+
 def log(method, path, query, auth, headers):
     entry = {"method": method, "path": path, "query": query_text(query), "auth": auth}
     for header, key in (("X-Goog-Upload-Command", "command"), ("X-Goog-Upload-Offset", "offset")):
@@ -648,6 +689,19 @@ def log(method, path, query, auth, headers):
     if headers.get("Authorization"):
         entry["scheme"] = headers.get("Authorization").split(" ")[0]
     REQUESTS.append(entry)
+
+
+def session_state(upload_id, session):
+    """A resumable session as ``GET /_uploads`` lists it, either protocol:
+    ``active``, ``final`` or ``cancelled`` (v0: a session cancelled with
+    ``X-Goog-Upload-Command: cancel``; the JSON API: one cancelled with a
+    DELETE of its URI, https://cloud.google.com/storage/docs/performing-resumable-uploads#cancel-upload)."""
+    if session.get("firebase"):
+        status = session["status"]
+    else:
+        status = "cancelled" if session.get("cancelled") else "final" if session.get("result") is not None else "active"
+    return {"id": upload_id, "bucket": session["bucket"], "name": session["name"], "status": status,
+            "firebase": bool(session.get("firebase"))}
 
 
 def query_text(query):
@@ -682,6 +736,8 @@ def control(method, path, body):
             with InFlight.lock:
                 InFlight.latency = float(json.loads(body or b"{}").get("ms", 0)) / 1000
             return gcs.Reply.json({"ok": True})
+        if path == "/_uploads" and method == "GET":
+            return gcs.Reply.json([session_state(k, v) for k, v in gcs.STATE.uploads.items()])
         if path == "/_firebase/concurrency" and method == "GET":
             with InFlight.lock:
                 # This request itself is in flight too.

@@ -135,6 +135,77 @@ import Transport
         #expect(try await f.server.raw.resource(ref.fullPath) == nil)
     }
 
+    /// The request that completes a resumable upload lands, but its answer
+    /// is lost or cut mid-body: the upload asks the server, which says the
+    /// session is final (JSON API: the object; the Firebase emulator: the
+    /// text `OK` with `X-Goog-Upload-Status: final`), recognises the stored
+    /// object by its size, hash and metadata, and succeeds without sending
+    /// the bytes again.
+    @Test(arguments: StorageDialect.allCases, ["lost", "cut"])
+    func finalAnswerLostOrCutStillSucceeds(_ dialect: StorageDialect, _ fault: String) async throws {
+        let f = try await Fixture(dialect)
+        let data = TestEnv.randomData(600_000, seed: 18)
+        let ref = f.ref("final-\(fault).bin", in: f.chunked)
+        let unique = try #require(f.folder.split(separator: "/").last)
+        // Three chunks of 256 KiB at most; the third finalizes.
+        var spec: [String: Any] = [
+            "method": dialect == .firebase ? "POST" : "PUT", "path_contains": "\(unique)%2Ffinal-\(fault).bin&upload_id=",
+            "after": 2, "count": 1,
+        ]
+        if fault == "lost" { spec.merge(["drop": true, "apply": true]) { $1 } } else { spec["cut_after_bytes"] = 40 }
+        try await f.server.raw.post("/_faults", json: spec)
+        let metadata = StorageMetadata()
+        metadata.customMetadata = ["origin": "final-answer-test"]
+        let stored = try await ref.putDataAsync(data, metadata: metadata, ifGenerationMatch: 0)
+        #expect(stored.size == Int64(data.count))
+        #expect(try await f.server.raw.media(ref.fullPath) == data)
+        if dialect == .firebase {
+            let commands = try await f.requests(touching: ref.fullPath).compactMap { $0["command"] as? String }
+            #expect(commands.filter { $0.hasPrefix("upload") }.count == 3, "no chunk sent twice: \(commands)")
+            #expect(commands.contains("query"), "the client asked the server: \(commands)")
+        }
+    }
+
+    /// A cancelled upload leaves no active session behind, whenever the
+    /// cancel comes: right after the start (before the session exists, or
+    /// while it is being created) or mid-chunk. v0 sends
+    /// `X-Goog-Upload-Command: cancel`, the JSON API a DELETE of the session
+    /// URI (https://cloud.google.com/storage/docs/performing-resumable-uploads#cancel-upload).
+    @Test(arguments: StorageDialect.allCases)
+    func cancelAtAnyMomentCancelsTheSession(_ dialect: StorageDialect) async throws {
+        let f = try await Fixture(dialect)
+        let data = TestEnv.randomData(2 << 20, seed: 19)
+        func expectCancelled(_ task: StorageUploadTask) async {
+            do {
+                _ = try await task.completion()
+                Issue.record("a cancelled upload must fail")
+            } catch StorageError.cancelled {
+            } catch {
+                Issue.record("a cancelled upload fails with cancelled, not \(error)")
+            }
+        }
+        for attempt in 0..<5 {
+            let task = f.ref("early-\(attempt).bin", in: f.chunked).putData(data)
+            if attempt > 0 { try await Task.sleep(for: .milliseconds(2 * attempt)) }
+            task.cancel()
+            await expectCancelled(task)
+        }
+        let midChunk = f.ref("mid-chunk.bin", in: f.chunked).putData(data)
+        midChunk.observe(.progress) { _ in midChunk.cancel() }
+        await expectCancelled(midChunk)
+        // The cancel is sent as the task ends; give it a moment to land.
+        var sessions = try await f.server.uploadSessions(under: f.folder)
+        for _ in 0..<50 where sessions.contains(where: { $0.status != "cancelled" }) {
+            try await Task.sleep(for: .milliseconds(100))
+            sessions = try await f.server.uploadSessions(under: f.folder)
+        }
+        #expect(sessions.contains { $0.name.hasSuffix("mid-chunk.bin") }, "the mid-chunk upload had a session: \(sessions)")
+        #expect(sessions.allSatisfy { $0.status == "cancelled" }, "every session cancelled: \(sessions)")
+        for name in (0..<5).map({ "early-\($0).bin" }) + ["mid-chunk.bin"] {
+            #expect(try await f.server.raw.resource("\(f.folder)/\(name)") == nil, "no object \(name)")
+        }
+    }
+
     @Test(arguments: StorageDialect.allCases)
     func streamingUpload(_ dialect: StorageDialect) async throws {
         let f = try await Fixture(dialect)
@@ -230,6 +301,23 @@ import Transport
         } catch StorageError.downloadSizeExceeded {}
     }
 
+    /// A download cut mid-body resumes and checks the whole against the
+    /// metadata's CRC32C (v0 sends no hash header; the emulator's metadata
+    /// carries crc32c as a decimal).
+    @Test(arguments: StorageDialect.allCases)
+    func downloadCutMidBodyResumesAndVerifies(_ dialect: StorageDialect) async throws {
+        let f = try await Fixture(dialect)
+        let data = TestEnv.randomData(1 << 20, seed: 17)
+        let ref = f.ref("cut-download.bin")
+        try await f.server.raw.put(ref.fullPath, data)
+        // The folder's own segment keeps the fault off other tests' requests.
+        let unique = try #require(f.folder.split(separator: "/").last)
+        try await f.server.raw.post("/_faults", json: [
+            "method": "GET", "path_contains": "\(unique)%2Fcut-download.bin?alt=media", "cut_after_bytes": 300_000, "count": 1,
+        ])
+        #expect(try await ref.data(maxSize: 4 << 20) == data)
+    }
+
     @Test(arguments: StorageDialect.allCases)
     func downloadURLServesTheObjectWithoutCredentials(_ dialect: StorageDialect) async throws {
         let f = try await Fixture(dialect)
@@ -299,6 +387,41 @@ import Transport
             let written = try await f.requests(touching: destination.fullPath).filter { $0["method"] as? String == "POST" }
             #expect(!read.isEmpty && !written.isEmpty)
         }
+    }
+
+    /// The Firebase emulator decodes object path segments twice (see
+    /// `decode_uri_component` in firebase_emulator.py), so a name with `%`
+    /// is another name there or a 500 it answers every time: StorageKit
+    /// refuses such names at once when it talks to the emulator, sending
+    /// nothing, instead of retrying 500s for the whole retry budget.
+    @Test func percentNamesFailAtOnceOnTheFirebaseEmulator() async throws {
+        let f = try await Fixture(.firebase)
+        #expect(f.storage.configuration.isFirebaseEmulator)
+        try await f.server.raw.put("\(f.folder)/100%.txt", Data("made by the admin".utf8))
+        let started = ContinuousClock.now
+        for name in ["100%.txt", "a%41.txt"] {
+            do {
+                _ = try await f.ref(name).getMetadata()
+                Issue.record("\(name) must be refused on the emulator")
+            } catch StorageError.invalidArgument(let message) {
+                #expect(message.contains("emulator") && message.contains(name), "\(message)")
+            }
+            do {
+                _ = try await f.ref(name).putDataAsync(Data("x".utf8))
+                Issue.record("\(name) must be refused on the emulator")
+            } catch StorageError.invalidArgument {}
+        }
+        #expect(ContinuousClock.now - started < .seconds(2), "refused at once, not after retried 500s")
+        for name in ["100%.txt", "a%41.txt"] {
+            #expect(try await f.requests(touching: "\(f.folder)/\(name)").isEmpty, "nothing sent for \(name)")
+        }
+        // Names without % go through as ever; the JSON API decodes once.
+        _ = try await f.ref("plain name.txt").putDataAsync(Data("y".utf8))
+        #expect(try await f.server.raw.media("\(f.folder)/plain name.txt") == Data("y".utf8))
+        let json = try await Fixture(.jsonAPI)
+        #expect(!json.storage.configuration.isFirebaseEmulator)
+        _ = try await json.ref("100%.txt").putDataAsync(Data("z".utf8))
+        #expect(try await json.ref("100%.txt").data(maxSize: 10) == Data("z".utf8))
     }
 
     @Test(arguments: StorageDialect.allCases)

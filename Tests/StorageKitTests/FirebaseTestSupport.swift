@@ -75,6 +75,17 @@ struct FirebaseServer {
         return (try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]]) ?? []
     }
 
+    /// The server's resumable sessions (either protocol) for objects whose
+    /// name starts with `prefix`: name and status (active, final, cancelled).
+    func uploadSessions(under prefix: String) async throws -> [(name: String, status: String)] {
+        let response = try await TestEnv.transport.send(HTTPRequest(method: .get, url: base + "/_uploads", isIdempotent: true))
+        let all = (try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]]) ?? []
+        return all.compactMap { session in
+            guard session["bucket"] as? String == bucket, let name = session["name"] as? String, name.hasPrefix(prefix) else { return nil }
+            return (name, session["status"] as? String ?? "")
+        }
+    }
+
     /// fake_gcs.py's log of every request (auth endpoints included).
     func allRequests() async throws -> [[String: Any]] { try await raw.requests() }
 

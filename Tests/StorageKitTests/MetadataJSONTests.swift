@@ -60,6 +60,17 @@ import Testing
         #expect(m.patchJSON().isEmpty, "nothing read from the server counts as assigned")
     }
 
+    /// The Firebase emulator's v0 metadata has crc32c as a decimal uint32
+    /// (firebase-tools src/emulator/storage/metadata.ts); inside it is the
+    /// JSON API's base64, the encoding of x-goog-hash and of the checks.
+    @Test func decimalCRC32CBecomesBase64() {
+        #expect(StorageMetadata(dictionary: ["name": "a", "crc32c": "3381945770"]).crc32c == "yZRlqg==")
+        #expect(StorageMetadata(dictionary: ["name": "a", "crc32c": "0"]).crc32c == "AAAAAA==")
+        #expect(StorageMetadata(dictionary: ["name": "a", "crc32c": "yZRlqg=="]).crc32c == "yZRlqg==")
+        // Not a uint32: kept as sent (it then matches no checksum).
+        #expect(StorageMetadata(dictionary: ["name": "a", "crc32c": "4294967296"]).crc32c == "4294967296")
+    }
+
     @Test func parsesFromBytesAndNumbersAsNumbers() throws {
         let json = #"{"name":"a/b","bucket":"b","generation":17,"metageneration":2,"size":0}"#
         let m = try StorageMetadata(json: Data(json.utf8))

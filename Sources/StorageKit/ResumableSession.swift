@@ -108,7 +108,7 @@ final class ResumableSession: Sendable {
             try Task.checkCancellation()
             let before = acknowledged
             do {
-                if queryFirst, let done = adopt(try await wire.query(uri, total: total)) { return done }
+                if queryFirst, let done = try adopt(try await wire.query(uri, total: total), total: total) { return done }
                 queryFirst = false
                 let offset = acknowledged
                 if total == nil && offset >= end { return nil }
@@ -158,7 +158,7 @@ final class ResumableSession: Sendable {
     /// is already finalised, or is finalised by this query (the JSON API
     /// does that once all of a known total arrived).
     func queryStatus(total: Int64?) async throws -> StorageMetadata? {
-        adopt(try await wire.query(try sessionURI(), total: total))
+        try adopt(try await wire.query(try sessionURI(), total: total), total: total)
     }
 
     /// Tells the server to drop the session (best effort: one attempt, as
@@ -192,16 +192,25 @@ final class ResumableSession: Sendable {
         let answer = try await wire.send(
             uri, range, total: total, body: source.body(range),
             progress: Uploader.throttled(total: range.upperBound - start) { sent in progress(start + sent) })
-        return adopt(answer)
+        return try adopt(answer, total: total)
     }
 
     /// Records what the server holds; the metadata once the object exists.
-    private func adopt(_ answer: ResumableAnswer) -> StorageMetadata? {
+    /// An object made before the total was declared, or of another size
+    /// than the total, is not this upload's: a failure, never a success
+    /// (fake-gcs-server makes the object from the bytes it has when asked
+    /// for the session's status, where GCS answers 308).
+    private func adopt(_ answer: ResumableAnswer, total: Int64?) throws -> StorageMetadata? {
         switch answer {
         case .incomplete(let persisted):
             state.withLock { $0.acknowledged = persisted }
             return nil
         case .done(let metadata):
+            guard let total, metadata.size == total else {
+                throw StorageError.unknown(
+                    message: "the server made \(object) of \(metadata.size) bytes, but the upload has \(total.map { "\($0)" } ?? "not ended yet")",
+                    response: nil)
+            }
             state.withLock { $0.acknowledged = metadata.size }
             return metadata
         }

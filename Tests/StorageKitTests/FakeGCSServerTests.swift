@@ -20,33 +20,17 @@ import Transport
     }
 
     @Test func listPagesWithMaxResultsAndListAll() async throws {
-        for i in 0..<25 { try await raw.put("dir/item-\(String(format: "%02d", i))", Data([UInt8(i)])) }
-        try await raw.put("dir/sub/inner", Data("i".utf8))
-        try await raw.put("dir/explicit/", Data())
-        var items: [String] = []
-        var prefixes: [String] = []
-        var token: String?
-        var pages = 0
-        repeat {
-            let dir = storage.reference().child("dir")
-            let page: StorageListResult
-            if let token {
-                page = try await dir.list(maxResults: 10, pageToken: token)
-            } else {
-                page = try await dir.list(maxResults: 10)
-            }
-            // GCS: at most maxResults entries of items and prefixes together
-            // (https://cloud.google.com/storage/docs/json_api/v1/objects/list).
-            // fake-gcs-server cuts items only and sends the prefixes at or
-            // after the page token with them (ListObjectsWithOptionsPaginated,
-            // fakestorage/object.go, v1.54.0), so only items are bounded here.
-            #expect(page.items.count <= 10, "\(page.items.count) items")
-            items += page.items.map(\.name)
-            prefixes += page.prefixes.map(\.name)
-            token = page.pageToken
-            pages += 1
-        } while token != nil && pages < 10
-        #expect(pages == 3)
+        try await raw.seedListingExample()
+        let pages = try await storage.reference().child("dir").pages(maxResults: 10)
+        // GCS: at most maxResults entries of items and prefixes together
+        // (https://cloud.google.com/storage/docs/json_api/v1/objects/list).
+        // fake-gcs-server cuts items only and sends the prefixes at or
+        // after the page token with them (ListObjectsWithOptionsPaginated,
+        // fakestorage/object.go, v1.54.0), so only items are bounded here.
+        for page in pages { #expect(page.items.count <= 10, "\(page.items.count) items") }
+        let items = pages.flatMap { $0.items.map(\.name) }
+        let prefixes = pages.flatMap { $0.prefixes.map(\.name) }
+        #expect(pages.count == 3)
         #expect(items == (0..<25).map { "item-\(String(format: "%02d", $0))" })
         // GCS lists each prefix once across the pages. fake-gcs-server
         // sends every prefix at or after the page token (the next item's

@@ -206,15 +206,24 @@ final class ResumableSession: Sendable {
     }
 
     /// Records what the server holds; the metadata once the object exists.
-    /// A final session whose answer lacks the object is ours if the live
-    /// object is exactly what was sent (size, hash, custom metadata);
-    /// anything else there is an error, never a reason to upload again.
+    /// An object made before the total was declared, or of another size
+    /// than the total, is not this upload's: a failure, never a success
+    /// (fake-gcs-server makes the object from the bytes it has when asked
+    /// for the session's status, where GCS answers 308). A final session
+    /// whose answer lacks the object is ours if the live object is exactly
+    /// what was sent (size, hash, custom metadata); anything else there is
+    /// an error, never a reason to upload again.
     private func adopt(_ answer: ResumableAnswer, total: Int64?) async throws -> StorageMetadata? {
         switch answer {
         case .incomplete(let persisted):
             state.withLock { $0.acknowledged = persisted }
             return nil
         case .done(let metadata):
+            guard let total, metadata.size == total else {
+                throw StorageError.unknown(
+                    message: "the server made \(object) of \(metadata.size) bytes, but the upload has \(total.map { "\($0)" } ?? "not ended yet")",
+                    response: nil)
+            }
             state.withLock { $0.acknowledged = metadata.size }
             return metadata
         case .finalWithoutObject:

@@ -36,7 +36,7 @@ enum MountEnv {
 
     static func emulator() throws -> String { try endpoint("BUCKETFS_TEST_EMULATOR") }
     static func fake() throws -> String { try endpoint("BUCKETFS_TEST_FAKE_GCS") }
-    /// fake-gcs-server, the independent Go emulator.
+    /// fake-gcs-server, the independent Go emulator (scripts/fake_gcs_server.sh).
     static func fakeGCSServer() throws -> String { try endpoint("BUCKETFS_TEST_FAKE_GCS_SERVER") }
     /// firebase_emulator.py: Storage v0 + Auth + rules, and the JSON API.
     static func firebase() throws -> String { try endpoint("BUCKETFS_TEST_FIREBASE") }
@@ -655,6 +655,19 @@ struct DirectGCS: Sendable {
 
     static func emulator() throws -> DirectGCS { DirectGCS(base: try MountEnv.emulator(), bucket: MountEnv.bucket) }
     static func fake(bucket: String) throws -> DirectGCS { DirectGCS(base: try MountEnv.fake(), bucket: bucket) }
+
+    /// A new bucket on fake-gcs-server, which (unlike fake_gcs.py) creates
+    /// buckets only when asked: `POST /storage/v1/b` with `{"name": …}`.
+    static func fakeGCSServer(newBucket bucket: String) async throws -> DirectGCS {
+        let gcs = DirectGCS(base: try MountEnv.fakeGCSServer(), bucket: bucket)
+        let response = try await transport.send(HTTPRequest(
+            method: .post, url: "\(gcs.base)/storage/v1/b", headers: ["Content-Type": "application/json"],
+            body: .bytes(try JSONSerialization.data(withJSONObject: ["name": bucket])), isIdempotent: false))
+        guard response.status == 200 else {
+            throw HarnessError("creating bucket \(bucket) answered \(response.status): \(String(decoding: response.body.prefix(300), as: UTF8.self))")
+        }
+        return gcs
+    }
 
     static func encode(_ name: String) -> String {
         name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? name

@@ -124,13 +124,20 @@ extension MountTests {
         func conflictAtClose() async throws {
             let (gcs, prefix, mount) = try await Self.conflictSetup("conflict")
             defer { mount.cleanup() }
-            let fd = try Posix.open(mount.at("shared.txt"), O_WRONLY)
+            try await Self.checkConflictAtClose(gcs, object: "\(prefix)/shared.txt", mount: mount, file: "shared.txt")
+        }
+
+        /// Writes to `file` (an existing object), has another writer
+        /// replace the object, and expects close to fail with ESTALE and
+        /// their object to be left as it is.
+        static func checkConflictAtClose(_ gcs: DirectGCS, object: String, mount: Mount, file: String) async throws {
+            let fd = try Posix.open(mount.at(file), O_WRONLY)
             var closed = false
             defer { if !closed { Glibc.close(fd) } }
             #expect(Posix.writeAll(fd, MountEnv.pattern(64 << 10, seed: 800)) == nil, "write\nlog:\n\(mount.logTail())")
 
             let theirs = Data("the other writer's version\n".utf8)
-            try await gcs.put("\(prefix)/shared.txt", theirs)
+            try await gcs.put(object, theirs)
             // Dirty again right before close, in case a process forked by
             // another suite FLUSHed our descriptor (closing its copy) and
             // uploaded the first bytes before their put.
@@ -139,7 +146,7 @@ extension MountTests {
             closed = outcome != nil
             let (result, _) = try #require(outcome, "close hung\nlog:\n\(mount.logTail())")
             #expect(result.rc == -1 && result.code == ESTALE, "close after the object changed: \(result), expected ESTALE\nlog:\n\(mount.logTail())")
-            try await ObjectChecks.expect(gcs, "\(prefix)/shared.txt", holds: theirs, "the other writer's object must be intact")
+            try await ObjectChecks.expect(gcs, object, holds: theirs, "the other writer's object must be intact")
         }
 
         @Test("the object replaced between two fsyncs: the second fsync fails with ESTALE, the other object stays")

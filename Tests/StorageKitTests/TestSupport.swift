@@ -133,6 +133,14 @@ struct RawGCS {
         #expect(response.status == 200, "direct upload of \(name) answered \(response.status)")
     }
 
+    /// The listing example: dir/item-00 … dir/item-24, dir/sub/inner and
+    /// the placeholder dir/explicit/.
+    func seedListingExample() async throws {
+        for i in 0..<25 { try await put("dir/item-\(String(format: "%02d", i))", Data([UInt8(i)])) }
+        try await put("dir/sub/inner", Data("i".utf8))
+        try await put("dir/explicit/", Data())
+    }
+
     func post(_ path: String, json: [String: Any]) async throws {
         let response = try await TestEnv.transport.send(HTTPRequest(
             method: .post, url: base + path, headers: ["Content-Type": "application/json"],
@@ -143,5 +151,25 @@ struct RawGCS {
     func requests() async throws -> [[String: Any]] {
         let response = try await TestEnv.transport.send(HTTPRequest(method: .get, url: base + "/_requests", isIdempotent: true))
         return (try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]]) ?? []
+    }
+}
+
+extension StorageReference {
+    /// Every page of this listing, `maxResults` at a time, in order (at
+    /// most `limit` pages, so a server that never ends cannot hang a test).
+    func pages(maxResults: Int64, limit: Int = 20) async throws -> [StorageListResult] {
+        var pages: [StorageListResult] = []
+        var token: String?
+        repeat {
+            let page: StorageListResult
+            if let token {
+                page = try await list(maxResults: maxResults, pageToken: token)
+            } else {
+                page = try await list(maxResults: maxResults)
+            }
+            pages.append(page)
+            token = page.pageToken
+        } while token != nil && pages.count < limit
+        return pages
     }
 }

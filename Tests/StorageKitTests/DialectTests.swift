@@ -411,7 +411,11 @@ import Transport
                 Issue.record("\(name) must be refused on the emulator")
             } catch StorageError.invalidArgument {}
         }
-        #expect(ContinuousClock.now - started < .seconds(2), "refused at once, not after retried 500s")
+        // "Nothing sent" below is the proof that no 500 was retried; the
+        // bound only catches a wait, and stays well under the 6 s the test
+        // retry settings spent on the 500s before (2.6 s seen under the
+        // load of the whole suite on 2 cores; 0.08 s alone).
+        #expect(ContinuousClock.now - started < .seconds(5), "refused at once, not after retried 500s")
         for name in ["100%.txt", "a%41.txt"] {
             #expect(try await f.requests(touching: "\(f.folder)/\(name)").isEmpty, "nothing sent for \(name)")
         }

@@ -127,6 +127,11 @@ BUCKETFS_TEST_FIREBASE="http://127.0.0.1:$(cat "$SERVERS/firebase_emulator/port"
 BUCKETFS_TEST_FAKE_GCS_SERVER="http://127.0.0.1:$(cat "$SERVERS/fake_gcs_server/port")"
 export BUCKETFS_TEST_EMULATOR BUCKETFS_TEST_FAKE_GCS BUCKETFS_TEST_FIREBASE BUCKETFS_TEST_FAKE_GCS_SERVER
 export BUCKETFS_TEST_PYTHON="$PY"
+# Code that falls through the Application Default Credentials order with
+# the process's own environment must never look up metadata.google.internal
+# from a test: traffic stays on loopback. (Tests of that order pass their
+# own environment.)
+export NO_GCE_CHECK=true
 export BUCKETFS_TEST_REPO="$REPO"
 say "BUCKETFS_TEST_EMULATOR=$BUCKETFS_TEST_EMULATOR"
 say "BUCKETFS_TEST_FAKE_GCS=$BUCKETFS_TEST_FAKE_GCS"

@@ -16,28 +16,29 @@ extension MountTests {
     @Suite struct Install {
         static let subcommands = ["mount", "unmount", "ls", "put", "get", "cp", "status"]
 
-        /// A fresh directory for the prefix; removed by the caller.
-        static func temporaryPrefix() throws -> String {
+        /// Runs install.sh into a fresh directory and returns it; the caller
+        /// removes it.
+        static func installIntoTemporaryPrefix() async throws -> String {
             var template = Array((FileManager.default.temporaryDirectory.path + "/bucketfs-install-XXXXXX").utf8CString)
             guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
                 throw HarnessError("mkdtemp: \(String(cString: strerror(errno)))")
             }
-            return String(cString: made)
-        }
-
-        static func install(into prefix: String) async throws -> ToolResult {
+            let prefix = String(cString: made)
             let script = try MountEnv.repo() + "/scripts/install.sh"
-            return try await Tools.run(
+            let installed = try await Tools.run(
                 "/bin/bash",
                 [script, "--binary", try MountEnv.binary(), "--generate-manual", try MountEnv.manualGenerator(), prefix])
+            guard installed.ok else {
+                try? FileManager.default.removeItem(atPath: prefix)
+                throw HarnessError("install.sh: \(installed.summary)")
+            }
+            return prefix
         }
 
         @Test("install.sh installs the binary, man page, completions and mount helper into a prefix")
         func installsEachPiece() async throws {
-            let prefix = try Self.temporaryPrefix()
+            let prefix = try await Self.installIntoTemporaryPrefix()
             defer { try? FileManager.default.removeItem(atPath: prefix) }
-            let installed = try await Self.install(into: prefix)
-            try #require(installed.ok, "install.sh: \(installed.summary)")
 
             let binary = prefix + "/bin/bucketfs"
             let help = try await Tools.run(binary, ["--help"])
@@ -79,10 +80,8 @@ extension MountTests {
 
         @Test("the installed mount.fuse.bucketfs mounts with the installed binary, as mount(8) runs it")
         func mountHelperRunsInstalledBinary() async throws {
-            let prefix = try Self.temporaryPrefix()
+            let prefix = try await Self.installIntoTemporaryPrefix()
             defer { try? FileManager.default.removeItem(atPath: prefix) }
-            let installed = try await Self.install(into: prefix)
-            try #require(installed.ok, "install.sh: \(installed.summary)")
 
             let endpoint = try MountEnv.emulator()
             let objectPrefix = MountEnv.uniquePrefix("install")

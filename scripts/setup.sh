@@ -9,7 +9,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(libcurl4-openssl-dev libfuse3-dev fuse3 attr rsync git python3-venv rclone curl pkg-config)
+APT_PACKAGES=(libcurl4-openssl-dev libfuse3-dev fuse3 attr rsync git python3-venv rclone curl pkg-config man-db)
 
 # Pinned: the emulator's version is part of the spec; the others are what pip
 # resolved when these scripts were written (with their dependencies, so the

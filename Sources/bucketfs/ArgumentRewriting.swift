@@ -4,6 +4,16 @@
 enum ArgumentRewriting {
     static let subcommands: Set<String> = ["mount", "unmount", "ls", "put", "get", "cp", "status", "help", "-h", "--help", "--version"]
 
+    /// swift-argument-parser's own root flags, which must reach the root
+    /// command: completion scripts (`--generate-completion-script bash`,
+    /// also as `=bash`), the scripts' callback for completions, and the
+    /// help dump the manual generator (generate-manual) reads.
+    static let parserFlags = ["--generate-completion-script", "---completion", "--experimental-dump-help"]
+
+    static func goesToRoot(_ argument: String) -> Bool {
+        subcommands.contains(argument) || parserFlags.contains { argument == $0 || argument.hasPrefix($0 + "=") }
+    }
+
     /// Long options of `mount` that take a value, and the flags.
     static let valueOptions: Set<String> = [
         "endpoint", "key-file", "token-file", "cache-dir", "cache-size", "read-ahead-budget", "stat-ttl",
@@ -22,7 +32,7 @@ enum ArgumentRewriting {
     static func rewrite(_ arguments: [String]) -> [String] {
         guard let program = arguments.first else { return arguments }
         var rest = Array(arguments.dropFirst())
-        if let first = rest.first, !subcommands.contains(first) { rest.insert("mount", at: 0) }
+        if let first = rest.first, !goesToRoot(first) { rest.insert("mount", at: 0) }
         guard rest.first == "mount" else { return [program] + rest }
         var rewritten: [String] = []
         var index = 0

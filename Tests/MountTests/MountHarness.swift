@@ -50,10 +50,20 @@ enum MountEnv {
 
     /// The `bucketfs` executable beside the test bundle.
     static func binary() throws -> String {
+        try builtExecutable("bucketfs", buildCommand: "swift build --build-tests")
+    }
+
+    /// swift-argument-parser's manual generator beside the test bundle, as
+    /// its GenerateManual plugin builds it (scripts/test.sh does).
+    static func manualGenerator() throws -> String {
+        try builtExecutable("generate-manual-tool", buildCommand: "swift package plugin generate-manual --help")
+    }
+
+    static func builtExecutable(_ name: String, buildCommand: String) throws -> String {
         let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let path = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("bucketfs").path
+        let path = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent(name).path
         guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw NotConfigured(detail: "no bucketfs executable at \(path): build it first (swift build --build-tests)")
+            throw NotConfigured(detail: "no \(name) executable at \(path): build it first (\(buildCommand))")
         }
         return path
     }

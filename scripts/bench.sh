@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark (README): bash scripts/bench.sh
+# The benchmark (docs/performance.md): bash scripts/bench.sh
 #
 # Prints one table: every workload at a round-trip time of 0 ms (loopback)
 # and of 20 ms (through scripts/bench/delay_proxy.py, which delays each

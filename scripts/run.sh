@@ -7,8 +7,9 @@
 #       it on .build/mnt, shows it, and waits: press Enter (or end standard
 #       input) to unmount and stop the emulator.
 #   bash scripts/run.sh gs://BUCKET[/PREFIX] MOUNTPOINT [bucketfs mount options]
-#       mounts a real bucket (credentials from GOOGLE_APPLICATION_CREDENTIALS,
-#       or --key-file / --token-file) and leaves it mounted;
+#       mounts a real bucket (the Application Default Credentials, as
+#       Google's client libraries find them, or --key-file / --token-file /
+#       --impersonate-service-account; docs/mounting.md) and leaves it mounted;
 #       `bucketfs unmount MOUNTPOINT` ends it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

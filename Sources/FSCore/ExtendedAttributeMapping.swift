@@ -6,7 +6,7 @@ import Glibc
 // Object metadata as extended attributes: which names mean what, what a
 // value may be, the service's limits. Pure (no store, no state), so each
 // rule is unit-tested on its own; `FileSystem+ExtendedAttributes` does the
-// I/O. The README's "Metadata as extended attributes" repeats this table.
+// I/O. docs/xattrs.md repeats this table for users.
 //
 //   xattr                     object                        listed  get      set / remove
 //   user.KEY                  customMetadata[KEY]           yes     value    PATCH

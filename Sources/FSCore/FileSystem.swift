@@ -8,19 +8,8 @@ import Glibc
 /// The filesystem core: POSIX semantics over an `ObjectStore`, with no
 /// knowledge of libfuse. The bridge calls `FileSystemOperations`.
 ///
-/// Semantics (the README repeats them for users):
-/// - Directories are implicit: every prefix `a/` is a directory, and so is
-///   a `a/` placeholder object with nothing under it.
-/// - **Directory wins**: when an object `a` and a prefix `a/` both exist,
-///   `a` is a directory and the object `a` is hidden (not listed, not
-///   reachable by name). It is still in the bucket, visible to other tools.
-/// - Names that cannot be files — with an empty segment (`a//b`), a
-///   trailing `/` (other than a directory placeholder), or `.`/`..`
-///   segments — are skipped in listings with a debug log line.
-/// - Attributes: see `AttributeMapper`. Directories: `dirMode`, two links,
-///   size 0, the placeholder's mtime if it is known, else the mount time.
-/// - Metadata is trusted for `statTTL` (absent names for `negativeTTL`),
-///   and the kernel is told the same TTL.
+/// The semantics it implements are written once, for users, in
+/// docs/semantics.md (what the mount shows, writing, failures, errnos).
 ///
 /// The operations are split by family: `FileSystem+Lookup`,
 /// `FileSystem+Directories`, `FileSystem+Files`.
@@ -82,10 +71,12 @@ public final class FileSystem: FileSystemOperations {
         let readAt: Duration
     }
 
-    // Lock order: `state` is a leaf. No other lock is taken while it is
-    // held (clock readings are taken before, `FileReader.close` after), and
-    // it is never held across an await: every operation reads what it
-    // needs, releases, awaits the store, then re-locks and re-checks.
+    // Lock order: `state` → { a `StagedFile`'s state, `DirectoryTimes` }
+    // (both leaves: `mergeStaged` and directory attributes take them under
+    // it). No other lock is taken while it is held (clock readings are
+    // taken before, `FileReader.close` after), and it is never held across
+    // an await: every operation reads what it needs, releases, awaits the
+    // store, then re-locks and re-checks.
     let state: Mutex<State>
 
     /// - Parameters:

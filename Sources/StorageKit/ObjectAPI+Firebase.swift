@@ -2,8 +2,8 @@ import Foundation
 import Transport
 
 /// What the Firebase Storage REST API (v0) lacks, and what StorageKit does
-/// instead. Per operation (the README's "Firebase users" section repeats
-/// this for users):
+/// instead. Per operation (docs/storagekit.md, "Firebase users in
+/// StorageKit", repeats this for users):
 ///
 /// - **Preconditions** (`ifGenerationMatch`, `ifMetagenerationMatch`):
 ///   v0 has none. StorageKit reads the object's metadata first and fails

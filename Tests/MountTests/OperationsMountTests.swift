@@ -263,12 +263,12 @@ extension MountTests {
             #expect(mount.logTail().contains("unmounted"), "\(mount.logTail())")
         }
 
-        @Test("the README's systemd unit passes systemd-analyze verify")
+        @Test("the systemd unit of docs/operations.md passes systemd-analyze verify")
         func systemdUnit() async throws {
-            let readme = try String(contentsOfFile: try MountEnv.repo() + "/README.md", encoding: .utf8)
-            let start = try #require(readme.range(of: "```ini\n[Unit]"), "no systemd unit in the README")
-            let end = try #require(readme.range(of: "```", range: start.upperBound..<readme.endIndex))
-            var unit = String(readme[readme.index(start.lowerBound, offsetBy: 7)..<end.lowerBound])
+            let page = try String(contentsOfFile: try MountEnv.repo() + "/docs/operations.md", encoding: .utf8)
+            let start = try #require(page.range(of: "```ini\n[Unit]"), "no systemd unit in docs/operations.md")
+            let end = try #require(page.range(of: "```", range: start.upperBound..<page.endIndex))
+            var unit = String(page[page.index(start.lowerBound, offsetBy: 7)..<end.lowerBound])
             #expect(unit.contains("Type=notify") && unit.contains("ExecReload=/bin/kill -HUP $MAINPID"))
             // Where the unit names the installed binary, verify the built one.
             unit = unit.replacingOccurrences(of: "/usr/local/bin/bucketfs", with: try MountEnv.binary())

@@ -21,7 +21,7 @@
 # default width: the v0 mount at widths BENCH_FIREBASE_WIDTHS (default
 # "1 4 16 64"), and curl's metadata GETs one after another.
 #
-# Prints the table rows (the README's format) on stdout, the details to
+# Prints the table rows (the format of docs/performance.md's tables) on stdout, the details to
 # .build/bench/firebase.log. BENCH_BIN=PATH measures that binary instead of
 # building `swift build -c release --product bucketfs` (BENCH_SCRATCH=DIR
 # adds --scratch-path DIR). On exit every mount made here is lazily

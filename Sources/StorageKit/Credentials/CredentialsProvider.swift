@@ -53,7 +53,7 @@ public enum StorageDialect: String, Sendable, CaseIterable, CustomStringConverti
     case jsonAPI
     /// The Firebase Storage REST API (`/v0/b/BUCKET/o…`), with a Firebase
     /// Auth ID token and Security Rules: what a Firebase app's users use.
-    /// It has no preconditions and no server-side copy (see the README).
+    /// It has no preconditions and no server-side copy (see docs/storagekit.md).
     case firebase
 
     /// Where it is served unless an endpoint is configured.

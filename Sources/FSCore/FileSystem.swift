@@ -47,6 +47,8 @@ public final class FileSystem: FileSystemOperations {
     /// Uploads the recovery folder's entries again while mounted (nil
     /// without a recovery folder or with `recoveryRetryInterval` 0).
     let retrier: RecoveryRetrier?
+    /// See `setKernelCacheInvalidator` (nil: no kernel to tell, as in tests).
+    let kernelCacheInvalidator = Mutex<(@Sendable (KernelCacheEntries) -> Void)?>(nil)
 
     struct State: Sendable {
         var inodes = InodeTable()
@@ -82,7 +84,7 @@ public final class FileSystem: FileSystemOperations {
         let readAt: Duration
     }
 
-    // Lock order: `state` is a leaf. No other lock is taken while it is
+    // Lock order: `state` is a leaf (so is `kernelCacheInvalidator`). No other lock is taken while it is
     // held (clock readings are taken before, `FileReader.close` after), and
     // it is never held across an await: every operation reads what it
     // needs, releases, awaits the store, then re-locks and re-checks.

@@ -127,6 +127,39 @@ extension MountTests {
             try await Self.checkConflictAtClose(gcs, object: "\(prefix)/shared.txt", mount: mount, file: "shared.txt")
         }
 
+        /// With the default --stat-ttl (60 s): without forgetting what it
+        /// cached, the mount would show "original" (neither version) until
+        /// the TTL passed.
+        @Test("after a lost conflict at close the mount shows the other writer's object at once; the recovery folder has mine")
+        func lostConflictShowsTheirsAtOnce() async throws {
+            let (gcs, prefix, mount) = try await Self.conflictSetup("conflictfresh")
+            defer { mount.cleanup() }
+            let object = "\(prefix)/shared.txt"
+            let before = try await Tools.run("/usr/bin/stat", ["-c", "%s", mount.at("shared.txt")])
+            #expect(before.ok && before.out == "9\n", "stat before: \(before.summary)")
+            let fd = try Posix.open(mount.at("shared.txt"), O_WRONLY | O_TRUNC)
+            var closed = false
+            defer { if !closed { Glibc.close(fd) } }
+            let mine = Data("mine\n".utf8)
+            #expect(Posix.pwriteAll(fd, mine, at: 0) == nil, "write\nlog:\n\(mount.logTail())")
+            let theirs = Data("theirs, longer\n".utf8)
+            try await gcs.put(object, theirs)
+            // Dirty again right before close (see checkConflictAtClose).
+            #expect(Posix.pwriteAll(fd, mine, at: 0) == nil)
+            let outcome = await Posix.within(.seconds(60)) { Glibc.close(fd) }
+            closed = outcome != nil
+            let (result, _) = try #require(outcome, "close hung\nlog:\n\(mount.logTail())")
+            #expect(result.rc == -1 && result.code == ESTALE, "close after the object changed: \(result), expected ESTALE\nlog:\n\(mount.logTail())")
+
+            let size = try await Tools.run("/usr/bin/stat", ["-c", "%s", mount.at("shared.txt")])
+            #expect(size.ok && size.out == "\(theirs.count)\n", "stat right after the ESTALE close: \(size.summary)\nlog:\n\(mount.logTail())")
+            let cat = try await Tools.run("/bin/cat", [mount.at("shared.txt")])
+            #expect(cat.ok && cat.stdout == theirs, "cat right after the ESTALE close: \(cat.summary)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(gcs, object, holds: theirs, "the other writer's object must be intact")
+            let recovery = Self.recoveryPath(cacheDir: mount.cacheDir, bucket: gcs.bucket, object: object)
+            #expect(FileManager.default.contents(atPath: recovery) == mine, "the rejected bytes are kept in \(recovery)")
+        }
+
         /// Writes to `file` (an existing object), has another writer
         /// replace the object, and expects close to fail with ESTALE and
         /// their object to be left as it is.

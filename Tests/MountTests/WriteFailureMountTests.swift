@@ -146,6 +146,10 @@ extension MountTests {
             try await gcs.put(object, theirs)
             // Dirty again right before close (see checkConflictAtClose).
             #expect(Posix.pwriteAll(fd, mine, at: 0) == nil)
+            // The kernel now caches the open file's attributes for the TTL:
+            // only its invalidation makes the next stat ask the mount.
+            let during = try await Tools.run("/usr/bin/stat", ["-c", "%s", mount.at("shared.txt")])
+            #expect(during.ok && during.out == "\(mine.count)\n", "stat while written: \(during.summary)")
             let outcome = await Posix.within(.seconds(60)) { Glibc.close(fd) }
             closed = outcome != nil
             let (result, _) = try #require(outcome, "close hung\nlog:\n\(mount.logTail())")

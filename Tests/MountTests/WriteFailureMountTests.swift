@@ -155,18 +155,15 @@ extension MountTests {
             let (result, _) = try #require(outcome, "close hung\nlog:\n\(mount.logTail())")
             #expect(result.rc == -1 && result.code == ESTALE, "close after the object changed: \(result), expected ESTALE\nlog:\n\(mount.logTail())")
 
-            let size = try await Tools.run("/usr/bin/stat", ["-c", "%s", mount.at("shared.txt")])
-            #expect(size.ok && size.out == "\(theirs.count)\n", "stat right after the ESTALE close: \(size.summary)\nlog:\n\(mount.logTail())")
-            let cat = try await Tools.run("/bin/cat", [mount.at("shared.txt")])
-            #expect(cat.ok && cat.stdout == theirs, "cat right after the ESTALE close: \(cat.summary)\nlog:\n\(mount.logTail())")
+            try await Self.expectShown(theirs, mount: mount, file: "shared.txt", "right after the ESTALE close")
             try await ObjectChecks.expect(gcs, object, holds: theirs, "the other writer's object must be intact")
             let recovery = Self.recoveryPath(cacheDir: mount.cacheDir, bucket: gcs.bucket, object: object)
             #expect(FileManager.default.contents(atPath: recovery) == mine, "the rejected bytes are kept in \(recovery)")
         }
 
         /// Writes to `file` (an existing object), has another writer
-        /// replace the object, and expects close to fail with ESTALE and
-        /// their object to be left as it is.
+        /// replace the object, and expects close to fail with ESTALE, their
+        /// object to be left as it is, and the mount to show it at once.
         static func checkConflictAtClose(_ gcs: DirectGCS, object: String, mount: Mount, file: String) async throws {
             let fd = try Posix.open(mount.at(file), O_WRONLY)
             var closed = false
@@ -184,6 +181,15 @@ extension MountTests {
             let (result, _) = try #require(outcome, "close hung\nlog:\n\(mount.logTail())")
             #expect(result.rc == -1 && result.code == ESTALE, "close after the object changed: \(result), expected ESTALE\nlog:\n\(mount.logTail())")
             try await ObjectChecks.expect(gcs, object, holds: theirs, "the other writer's object must be intact")
+            try await expectShown(theirs, mount: mount, file: file, "right after the ESTALE close")
+        }
+
+        /// `stat` and `cat` of `file` through the mount show `data`.
+        static func expectShown(_ data: Data, mount: Mount, file: String, _ when: String) async throws {
+            let size = try await Tools.run("/usr/bin/stat", ["-c", "%s", mount.at(file)])
+            #expect(size.ok && size.out == "\(data.count)\n", "stat \(when): \(size.summary)\nlog:\n\(mount.logTail())")
+            let cat = try await Tools.run("/bin/cat", [mount.at(file)])
+            #expect(cat.ok && cat.stdout == data, "cat \(when): \(cat.summary)\nlog:\n\(mount.logTail())")
         }
 
         @Test("the object replaced between two fsyncs: the second fsync fails with ESTALE, the other object stays")

@@ -47,7 +47,8 @@ public final class FileSystem: FileSystemOperations {
     /// Uploads the recovery folder's entries again while mounted (nil
     /// without a recovery folder or with `recoveryRetryInterval` 0).
     let retrier: RecoveryRetrier?
-    /// See `setKernelCacheInvalidator` (nil: no kernel to tell, as in tests).
+    /// See `setKernelCacheInvalidator` (nil: no kernel to tell, as in
+    /// tests). A leaf lock: held only to read or set the closure.
     let kernelCacheInvalidator = Mutex<(@Sendable (KernelCacheEntries) -> Void)?>(nil)
 
     struct State: Sendable {
@@ -84,7 +85,7 @@ public final class FileSystem: FileSystemOperations {
         let readAt: Duration
     }
 
-    // Lock order: `state` is a leaf (so is `kernelCacheInvalidator`). No other lock is taken while it is
+    // Lock order: `state` is a leaf. No other lock is taken while it is
     // held (clock readings are taken before, `FileReader.close` after), and
     // it is never held across an await: every operation reads what it
     // needs, releases, awaits the store, then re-locks and re-checks.

@@ -144,6 +144,9 @@ extension FileSystem {
             let stale = FSError(ESTALE, "generation \(reader.info.generation) of \(reader.objectName) is gone: \(message)")
             logger.warning("read of a replaced or deleted object", metadata: [
                 "object": "\(reader.objectName)", "generation": "\(reader.info.generation)", "errno": "\(ESTALE)"])
+            // Attributes only: this read holds the kernel's lock on the page
+            // it reads, which a page invalidation would wait for.
+            await forgetReplaced(String(reader.objectName.dropFirst(objectPrefix.count)), pages: false)
             throw stale
         } catch {
             throw failure(error, "read", String(reader.objectName.dropFirst(objectPrefix.count)))

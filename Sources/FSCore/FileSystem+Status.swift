@@ -77,10 +77,12 @@ extension FileSystem {
     }
 
     /// What the kernel may still cache after `dropMetadataCaches`: names
-    /// (positive or negative entries) and inodes' attributes.
+    /// (positive or negative entries) and inodes' attributes; `pages`: the
+    /// inodes (among `inodes`) whose cached file pages must go too.
     public struct KernelCacheEntries: Sendable {
         public var names: [(parent: UInt64, name: String)] = []
         public var inodes: [UInt64] = []
+        public var pages: [UInt64] = []
     }
 
     /// Forgets every cached attribute, listing and absent name, so the next

@@ -167,7 +167,7 @@ extension FileSystem {
             // The base could not be read (gone: ESTALE; network: EIO); the
             // bytes written so far are still worth keeping.
             let cause: StoreError = error.errno == ESTALE ? .preconditionFailed(error.message) : .other(error.message)
-            return .failure(uploadFailed(staged, name: name, version: snapshot.version, options: options, cause, reason))
+            return .failure(await uploadFailed(staged, path: path, version: snapshot.version, options: options, cause, reason))
         }
         let info: ObjectInfo
         if let streamed = await finishStream(staged, snapshot, name: name, metadata: options.customMetadata) {
@@ -176,7 +176,7 @@ extension FileSystem {
             do {
                 info = try await putPatiently(name, from: staged.file.path, options: options, reason: reason)
             } catch {
-                return .failure(uploadFailed(staged, name: name, version: snapshot.version, options: options, error, reason))
+                return .failure(await uploadFailed(staged, path: path, version: snapshot.version, options: options, error, reason))
             }
         }
         staged.uploaded(version: snapshot.version, info: info, sentMetadata: snapshot.pendingMetadata)
@@ -254,11 +254,13 @@ extension FileSystem {
     }
 
     /// Keeps the bytes in the recovery folder and says where; ESTALE when
-    /// someone else changed the object, EACCES when the store refused the
-    /// write, EIO for everything else.
+    /// someone else changed the object (what was cached about it is
+    /// forgotten, so the mount shows their object at once), EACCES when the
+    /// store refused the write, EIO for everything else.
     private func uploadFailed(
-        _ staged: StagedFile, name: String, version: UInt64, options: PutOptions, _ error: StoreError, _ reason: String
-    ) -> FSError {
+        _ staged: StagedFile, path: String, version: UInt64, options: PutOptions, _ error: StoreError, _ reason: String
+    ) async -> FSError {
+        let name = objectName(path)
         staged.state.withLock { $0.failedVersion = version }
         // Only a transient failure is retried in the background; the entry
         // says so from the start, as `bucketfs status` reports it.
@@ -282,6 +284,7 @@ extension FileSystem {
             "background retries": "\(retried ? "yes, while mounted" : "no (\(notRetried ?? "no recovery entry"))")",
         ])
         if retried { retrier?.track([name]) }
+        if errno == ESTALE { await forgetReplaced(path, pages: true) }
         return FSError(errno, "upload of \(name) on \(reason): \(error)")
     }
 

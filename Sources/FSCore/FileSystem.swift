@@ -36,6 +36,9 @@ public final class FileSystem: FileSystemOperations {
     /// Uploads the recovery folder's entries again while mounted (nil
     /// without a recovery folder or with `recoveryRetryInterval` 0).
     let retrier: RecoveryRetrier?
+    /// See `setKernelCacheInvalidator` (nil: no kernel to tell, as in
+    /// tests). A leaf lock: held only to read or set the closure.
+    let kernelCacheInvalidator = Mutex<(@Sendable (KernelCacheEntries) -> Void)?>(nil)
 
     struct State: Sendable {
         var inodes = InodeTable()

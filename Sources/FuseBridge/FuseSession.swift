@@ -2,6 +2,7 @@ internal import CFuse
 import FSCore
 import Foundation
 import Logging
+import Synchronization
 
 /// One mounted libfuse session serving a `FileSystemOperations`.
 ///
@@ -23,6 +24,8 @@ public final class FuseSession: @unchecked Sendable {
 
     /// Guards everything below; signalled when the loop returns.
     private let lock = NSCondition()
+    /// Set once `close` begins (see `invalidateKernelCaches`).
+    private let closing = Atomic<Bool>(false)
     /// nil once closed. Set only after a successful mount, so a failed
     /// init (or a deinit after it) can never destroy a session twice.
     private var session: OpaquePointer?
@@ -156,11 +159,17 @@ public final class FuseSession: @unchecked Sendable {
     /// Tells the kernel to forget the names (positive and negative dentries)
     /// and the inodes' attributes it caches, so the next lookup or stat asks
     /// the filesystem (`bucketfs status --drop-caches`, SIGHUP). Cached file
-    /// pages are kept: their generation is checked at open. Safe from any
-    /// thread but a filesystem operation's (the kernel may wait for the
-    /// directory's lock). Returns how many the kernel accepted (it refuses
-    /// names and inodes it no longer holds, which is fine).
-    public func invalidateKernelCaches(names: [(parent: UInt64, name: String)], inodes: [UInt64]) -> Int {
+    /// pages are kept (their generation is checked at open) except those of
+    /// `pages`: inodes whose object changed behind the mount
+    /// (`FileSystem.setKernelCacheInvalidator`). Safe from any thread but a
+    /// filesystem operation's (the kernel may wait for the directory's
+    /// lock, or for a page a read holds). Returns how many the kernel
+    /// accepted (it refuses names and inodes it no longer holds, which is
+    /// fine).
+    public func invalidateKernelCaches(names: [(parent: UInt64, name: String)], inodes: [UInt64], pages: [UInt64] = []) -> Int {
+        // `close` holds the lock while it waits for requests to finish, one
+        // of which may be waiting for this: nothing to invalidate then.
+        if closing.load(ordering: .acquiring) { return 0 }
         lock.lock()
         defer { lock.unlock() }
         guard let session else { return 0 }
@@ -169,8 +178,9 @@ public final class FuseSession: @unchecked Sendable {
             let rc = name.withCString { fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), $0, name.utf8.count) }
             if rc == 0 { accepted += 1 }
         }
-        // Offset -1: attributes only, not the page cache.
-        for inode in inodes where fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), -1, 0) == 0 {
+        // Offset -1: attributes only; offset 0, length 0: all pages too.
+        let withPages = Set(pages)
+        for inode in inodes where fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), withPages.contains(inode) ? 0 : -1, 0) == 0 {
             accepted += 1
         }
         return accepted
@@ -181,6 +191,7 @@ public final class FuseSession: @unchecked Sendable {
     /// replies, destroys the session and releases the context. Do not call
     /// it from inside a filesystem operation.
     public func close() {
+        closing.store(true, ordering: .releasing)
         lock.lock()
         defer { lock.unlock() }
         guard let session, let context else { return }

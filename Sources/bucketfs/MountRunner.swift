@@ -37,6 +37,9 @@ struct MountRunner {
             let accepted = session.invalidateKernelCaches(names: kernel.names, inodes: kernel.inodes)
             return DropCachesReport(kernelNames: kernel.names.count, kernelInodes: kernel.inodes.count, kernelAccepted: accepted)
         }
+        filesystem.setKernelCacheInvalidator { kernel in
+            _ = session.invalidateKernelCaches(names: kernel.names, inodes: kernel.inodes, pages: kernel.pages)
+        }
         let description = self.description
         let control: ControlServer
         do {

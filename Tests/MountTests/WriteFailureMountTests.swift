@@ -127,9 +127,43 @@ extension MountTests {
             try await Self.checkConflictAtClose(gcs, object: "\(prefix)/shared.txt", mount: mount, file: "shared.txt")
         }
 
+        /// With the default --stat-ttl (60 s): without forgetting what it
+        /// cached, the mount would show "original" (neither version) until
+        /// the TTL passed.
+        @Test("after a lost conflict at close the mount shows the other writer's object at once; the recovery folder has mine")
+        func lostConflictShowsTheirsAtOnce() async throws {
+            let (gcs, prefix, mount) = try await Self.conflictSetup("conflictfresh")
+            defer { mount.cleanup() }
+            let object = "\(prefix)/shared.txt"
+            let before = try await Tools.run("/usr/bin/stat", ["-c", "%s", mount.at("shared.txt")])
+            #expect(before.ok && before.out == "9\n", "stat before: \(before.summary)")
+            let fd = try Posix.open(mount.at("shared.txt"), O_WRONLY | O_TRUNC)
+            var closed = false
+            defer { if !closed { Glibc.close(fd) } }
+            let mine = Data("mine\n".utf8)
+            #expect(Posix.pwriteAll(fd, mine, at: 0) == nil, "write\nlog:\n\(mount.logTail())")
+            let theirs = Data("theirs, longer\n".utf8)
+            try await gcs.put(object, theirs)
+            // Dirty again right before close (see checkConflictAtClose).
+            #expect(Posix.pwriteAll(fd, mine, at: 0) == nil)
+            // The kernel now caches the open file's attributes for the TTL:
+            // only its invalidation makes the next stat ask the mount.
+            let during = try await Tools.run("/usr/bin/stat", ["-c", "%s", mount.at("shared.txt")])
+            #expect(during.ok && during.out == "\(mine.count)\n", "stat while written: \(during.summary)")
+            let outcome = await Posix.within(.seconds(60)) { Glibc.close(fd) }
+            closed = outcome != nil
+            let (result, _) = try #require(outcome, "close hung\nlog:\n\(mount.logTail())")
+            #expect(result.rc == -1 && result.code == ESTALE, "close after the object changed: \(result), expected ESTALE\nlog:\n\(mount.logTail())")
+
+            try await Self.expectShown(theirs, mount: mount, file: "shared.txt", "right after the ESTALE close")
+            try await ObjectChecks.expect(gcs, object, holds: theirs, "the other writer's object must be intact")
+            let recovery = Self.recoveryPath(cacheDir: mount.cacheDir, bucket: gcs.bucket, object: object)
+            #expect(FileManager.default.contents(atPath: recovery) == mine, "the rejected bytes are kept in \(recovery)")
+        }
+
         /// Writes to `file` (an existing object), has another writer
-        /// replace the object, and expects close to fail with ESTALE and
-        /// their object to be left as it is.
+        /// replace the object, and expects close to fail with ESTALE, their
+        /// object to be left as it is, and the mount to show it at once.
         static func checkConflictAtClose(_ gcs: DirectGCS, object: String, mount: Mount, file: String) async throws {
             let fd = try Posix.open(mount.at(file), O_WRONLY)
             var closed = false
@@ -147,6 +181,15 @@ extension MountTests {
             let (result, _) = try #require(outcome, "close hung\nlog:\n\(mount.logTail())")
             #expect(result.rc == -1 && result.code == ESTALE, "close after the object changed: \(result), expected ESTALE\nlog:\n\(mount.logTail())")
             try await ObjectChecks.expect(gcs, object, holds: theirs, "the other writer's object must be intact")
+            try await expectShown(theirs, mount: mount, file: file, "right after the ESTALE close")
+        }
+
+        /// `stat` and `cat` of `file` through the mount show `data`.
+        static func expectShown(_ data: Data, mount: Mount, file: String, _ when: String) async throws {
+            let size = try await Tools.run("/usr/bin/stat", ["-c", "%s", mount.at(file)])
+            #expect(size.ok && size.out == "\(data.count)\n", "stat \(when): \(size.summary)\nlog:\n\(mount.logTail())")
+            let cat = try await Tools.run("/bin/cat", [mount.at(file)])
+            #expect(cat.ok && cat.stdout == data, "cat \(when): \(cat.summary)\nlog:\n\(mount.logTail())")
         }
 
         @Test("the object replaced between two fsyncs: the second fsync fails with ESTALE, the other object stays")

@@ -102,7 +102,7 @@ extension MountTests {
             // The block is written in the background; the mount must finish
             // that before it exits, or the second mount finds no block (and,
             // its read served by read-ahead, counted neither hit nor miss).
-            #expect(Self.blockFiles(in: cacheDir).count == 1, "\(Self.blockFiles(in: cacheDir))")
+            #expect(first.blockFiles().count == 1, "\(first.blockFiles())")
             let port = try freePort()
             let second = try await Mount.start(
                 endpoint: try MountEnv.emulator(), prefix: prefix, options: ["--metrics-address", "127.0.0.1:\(port)"],
@@ -116,13 +116,6 @@ extension MountTests {
             #expect(scrape.value("bucketfs_block_cache_hits_total") >= 1, "\(scrape.text)")
             #expect(scrape.value("bucketfs_block_cache_misses_total") == 0)
             #expect(scrape.value("bucketfs_block_cache_bytes") >= Double(1 << 20))
-        }
-
-        /// The block files in a cache directory (`blocks/xx/<hash>`; no
-        /// temporary files of unfinished writes).
-        static func blockFiles(in cacheDir: String) -> [String] {
-            (FileManager.default.subpaths(atPath: cacheDir + "/blocks") ?? [])
-                .filter { $0.split(separator: "/").count == 2 && !$0.hasSuffix(".tmp") }
         }
 
         @Test("retries and the recovery folder show in the metrics: a 503 retried, a lost conflict's bytes counted")

@@ -137,6 +137,7 @@ final class FileReader: Sendable {
                     logger.trace("read-ahead budget spent; reading directly", metadata: ["object": "\(objectName)"])
                     continue
                 }
+                countMisses(range)
                 let task = Task { await self.download(range) }
                 let part = Part(id: state.nextPartID, range: range, task: task)
                 state.nextPartID += 1
@@ -166,8 +167,23 @@ final class FileReader: Sendable {
 
     private func isCached(_ range: Range<Int64>) -> Bool {
         guard let cache else { return false }
-        return stride(from: range.lowerBound / blockSize, through: (range.upperBound - 1) / blockSize, by: 1)
-            .allSatisfy { cache.contains(key($0)) }
+        return blocks(of: range).allSatisfy { cache.contains(key($0)) }
+    }
+
+    /// The indexes of the blocks `range` touches.
+    private func blocks(of range: Range<Int64>) -> StrideThrough<Int64> {
+        stride(from: range.lowerBound / blockSize, through: (range.upperBound - 1) / blockSize, by: 1)
+    }
+
+    /// The blocks of a prefetch that the cache lacks are block cache
+    /// misses, as they are in `readDirect`: the read that asked for them
+    /// is served from the part's buffer and never looks in the cache, so
+    /// without this a cold streaming read would count neither a hit nor a
+    /// miss.
+    private func countMisses(_ range: Range<Int64>) {
+        guard let cache else { return }
+        let missing = blocks(of: range).count(where: { !cache.contains(key($0)) })
+        if missing > 0 { FileSystemMetrics.blockCacheMisses.increment(by: Int64(missing)) }
     }
 
     /// `wanted` cut into pieces served by buffers and pieces to fetch.

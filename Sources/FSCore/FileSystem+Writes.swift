@@ -130,6 +130,15 @@ extension FileSystem {
         return failed
     }
 
+    /// Waits until the blocks downloaded by this mount are on disk in the
+    /// block cache (at unmount). They are written by background tasks of
+    /// low priority; a process that exits first loses them, and the next
+    /// mount on the same cache directory downloads them again. The wait is
+    /// short: the write queue holds at most `BlockCache.maxPendingBytes`.
+    public func finishCacheWrites() async {
+        await blockCache?.waitForPendingWrites()
+    }
+
     // MARK: - Upload
 
     /// Uploads `staged` if it is dirty. Uploads of one file never overlap:

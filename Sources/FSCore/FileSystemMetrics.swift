@@ -7,7 +7,8 @@ import CoreMetrics
 ///   returned by read and accepted by write (what processes moved through
 ///   the mount, not what went over the network).
 /// - `bucketfs_block_cache_hits_total`, `bucketfs_block_cache_misses_total`:
-///   lookups of a block in the on-disk block cache.
+///   lookups of a block in the on-disk block cache; a block read-ahead
+///   downloads because the cache lacks it is a miss too.
 ///
 /// Gauges (cache size, read-ahead in use, uploads in flight, recovery
 /// entries) are read from `FileSystem.status()` when scraped. The counters

@@ -75,6 +75,9 @@ struct MountRunner {
         await control.stop()
         session.close()
         await Self.uploadPending(filesystem, logger)
+        // Blocks read just before the unmount are still being written to
+        // the cache directory; the next mount should find them.
+        await filesystem.finishCacheWrites()
         logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)", "loop": "\(status)"])
     }
 

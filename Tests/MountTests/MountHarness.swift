@@ -636,6 +636,13 @@ final class Mount: @unchecked Sendable {
 
     /// Runs a tool on a path inside the mount ("" is the root).
     func at(_ relative: String) -> String { relative.isEmpty ? path : path + "/" + relative }
+
+    /// The block files in the cache directory (`blocks/xx/<hash>`; no
+    /// temporary files of unfinished writes).
+    func blockFiles() -> [String] {
+        (FileManager.default.subpaths(atPath: cacheDir + "/blocks") ?? [])
+            .filter { $0.split(separator: "/").count == 2 && !$0.hasSuffix(".tmp") }
+    }
 }
 
 /// Runs the CLI itself (not a mount we keep), e.g. to check exit codes.

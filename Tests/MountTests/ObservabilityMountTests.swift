@@ -86,11 +86,23 @@ extension MountTests {
             // One block: the first mount's read stores it whole.
             let data = MountEnv.pattern(1 << 20, seed: 32)
             try await gcs.put("\(prefix)/cached.bin", data)
-            let first = try await Mount.start(endpoint: try MountEnv.emulator(), prefix: prefix)
+            let firstPort = try freePort()
+            let first = try await Mount.start(
+                endpoint: try MountEnv.emulator(), prefix: prefix, options: ["--metrics-address", "127.0.0.1:\(firstPort)"])
             #expect(try Data(contentsOf: URL(fileURLWithPath: first.at("cached.bin"))) == data)
+            // A cold read is a miss, also when read-ahead fetched the block
+            // (that read never looks in the cache, the prefetch did).
+            let cold = try await Self.scrape(firstPort)
+            #expect(cold.value("bucketfs_block_cache_misses_total") >= 1, "\(cold.text)")
+            #expect(cold.value("bucketfs_block_cache_hits_total") == 0)
             let cacheDir = first.cacheDir
             Tools.runBlocking("/usr/bin/fusermount3", ["-u", first.path])
-            _ = await first.waitForExit(.seconds(20))
+            let ended = await first.waitForExit(.seconds(20))
+            #expect(ended.exited, "the first mount still runs 20 s after fusermount3 -u")
+            // The block is written in the background; the mount must finish
+            // that before it exits, or the second mount finds no block (and,
+            // its read served by read-ahead, counted neither hit nor miss).
+            #expect(first.blockFiles().count == 1, "\(first.blockFiles())")
             let port = try freePort()
             let second = try await Mount.start(
                 endpoint: try MountEnv.emulator(), prefix: prefix, options: ["--metrics-address", "127.0.0.1:\(port)"],

@@ -40,33 +40,14 @@ PY="$REPO/.build/venv/bin/python"
 PIDFILE="$DIR/pid"
 PORTFILE="$DIR/port"
 
-running_pid() {
-    # Prints the saved PID if that process is still alive.
-    [[ -f "$PIDFILE" ]] || return 1
-    local pid
-    pid="$(cat "$PIDFILE")"
-    [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
-    # Only a process of ours: a stale pid file may name a reused PID.
-    grep -q emulator_wrapper.py "/proc/$pid/cmdline" 2>/dev/null || return 1
-    echo "$pid"
-}
+# shellcheck source=scripts/lib/processes.sh
+source "$REPO/scripts/lib/processes.sh"
+
+running_pid() { saved_pid "$PIDFILE" emulator_wrapper.py; }
 
 do_stop() {
     local pid
-    if pid="$(running_pid)"; then
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 100); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.05
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            kill -9 "$pid" 2>/dev/null || true
-            for _ in $(seq 1 40); do
-                kill -0 "$pid" 2>/dev/null || break
-                sleep 0.05
-            done
-        fi
-    fi
+    if pid="$(running_pid)"; then stop_pid "$pid"; fi
     rm -f "$PIDFILE" "$PORTFILE"
 }
 
@@ -83,11 +64,7 @@ do_start() {
     rm -f "$PIDFILE" "$PORTFILE" "$DIR/stdout" "$DIR/stderr"
     : >"$DIR/requests.log"
     local port
-    port="$("$PY" -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()')"
+    port="$(free_loopback_port "$PY")"
     "$PY" "$REPO/scripts/emulator_wrapper.py" \
         --host 127.0.0.1 --port "$port" --in-memory \
         --default-bucket bucketfs-test \

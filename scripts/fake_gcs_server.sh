@@ -58,26 +58,14 @@ print(b)
 EOF
 }
 
-running_pid() {
-    [[ -f "$PIDFILE" ]] || return 1
-    local pid
-    pid="$(cat "$PIDFILE")"
-    [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
-    # Only a process of ours: a stale pid file may name a reused PID.
-    grep -q fake-gcs-server "/proc/$pid/cmdline" 2>/dev/null || return 1
-    echo "$pid"
-}
+# shellcheck source=scripts/lib/processes.sh
+source "$REPO/scripts/lib/processes.sh"
+
+running_pid() { saved_pid "$PIDFILE" fake-gcs-server; }
 
 do_stop() {
     local pid
-    if pid="$(running_pid)"; then
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 100); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.05
-        done
-        kill -9 "$pid" 2>/dev/null || true
-    fi
+    if pid="$(running_pid)"; then stop_pid "$pid"; fi
     rm -f "$PIDFILE" "$PORTFILE"
 }
 
@@ -96,11 +84,7 @@ do_start() {
     mkdir -p "$DIR"
     rm -f "$PIDFILE" "$PORTFILE" "$DIR/stdout" "$DIR/stderr"
     local port
-    port="$("$PY" -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()')"
+    port="$(free_loopback_port "$PY")"
     "$bin" -backend memory -scheme http -host 127.0.0.1 -port "$port" \
         -public-host "127.0.0.1:$port" -external-url "http://127.0.0.1:$port" \
         >"$DIR/stdout" 2>"$DIR/stderr" </dev/null &

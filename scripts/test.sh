@@ -27,6 +27,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$(pwd)"
 SERVERS="$REPO/.build/servers"
+# shellcheck source=scripts/lib/processes.sh
+source "$REPO/scripts/lib/processes.sh"
 MOUNTS="$SERVERS/mounts"
 PY="$REPO/.build/venv/bin/python"
 
@@ -44,26 +46,11 @@ unmount_listed() {
 
 # Our own servers (Tests/Servers/NAME.py), each with a directory
 # .build/servers/NAME holding pid, port, stdout and stderr.
-server_pid() {
-    local dir="$SERVERS/$1"
-    [[ -f "$dir/pid" ]] || return 1
-    local pid
-    pid="$(cat "$dir/pid")"
-    [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
-    grep -q "$1.py" "/proc/$pid/cmdline" 2>/dev/null || return 1
-    echo "$pid"
-}
+server_pid() { saved_pid "$SERVERS/$1/pid" "$1.py"; }
 
 stop_server() {
     local pid
-    if pid="$(server_pid "$1")"; then
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 100); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.05
-        done
-        kill -9 "$pid" 2>/dev/null || true
-    fi
+    if pid="$(server_pid "$1")"; then stop_pid "$pid"; fi
     rm -f "$SERVERS/$1/pid" "$SERVERS/$1/port"
 }
 

@@ -398,7 +398,6 @@ import Transport
         let f = try await Fixture(.firebase)
         #expect(f.storage.configuration.isFirebaseEmulator)
         try await f.server.raw.put("\(f.folder)/100%.txt", Data("made by the admin".utf8))
-        let started = ContinuousClock.now
         for name in ["100%.txt", "a%41.txt"] {
             do {
                 _ = try await f.ref(name).getMetadata()
@@ -411,11 +410,9 @@ import Transport
                 Issue.record("\(name) must be refused on the emulator")
             } catch StorageError.invalidArgument {}
         }
-        // "Nothing sent" below is the proof that no 500 was retried; the
-        // bound only catches a wait, and stays well under the 6 s the test
-        // retry settings spent on the 500s before (2.6 s seen under the
-        // load of the whole suite on 2 cores; 0.08 s alone).
-        #expect(ContinuousClock.now - started < .seconds(5), "refused at once, not after retried 500s")
+        // "Nothing sent" is the proof that no 500 was retried: a retried
+        // 500 is a request the server logs. (A bound on the elapsed time
+        // proved nothing more and failed under a load average of 16.)
         for name in ["100%.txt", "a%41.txt"] {
             #expect(try await f.requests(touching: "\(f.folder)/\(name)").isEmpty, "nothing sent for \(name)")
         }

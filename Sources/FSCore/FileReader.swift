@@ -83,7 +83,10 @@ final class FileReader: Sendable {
             case .direct(let range):
                 pieces.append(try await readDirect(range))
             case .buffered(let part, let range):
-                switch await part.task.value {
+                // The part is shared with later reads: an interrupted read
+                // stops waiting for it, the download goes on.
+                guard let result = await part.task.valueUnlessCancelled() else { throw .cancelled }
+                switch result {
                 case .success(let data):
                     let from = Int(range.lowerBound - part.range.lowerBound)
                     pieces.append(data[(data.startIndex + from)..<(data.startIndex + from + range.count)])

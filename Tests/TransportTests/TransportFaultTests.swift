@@ -21,6 +21,7 @@ import Testing
         "\(server)/storage/v1/b/transport/o/\(name)?alt=media"
     }
 
+    // Checks semantics.md#net-request-retries
     @Test func serverErrorsAreRetriedUntilSuccess() async throws {
         let server = try TestServers.fakeGCS()
         let name = "retry-\(UUID().uuidString)"
@@ -33,6 +34,7 @@ import Testing
         #expect(transport.statistics.retryCount - before == 2)
     }
 
+    // Checks semantics.md#net-request-retries
     @Test func oneRequestsBackoffNeverDelaysAnother() async throws {
         // A long backoff, so that a shared one would show: the failing
         // request waits 6 s before its one retry. Three unrelated requests

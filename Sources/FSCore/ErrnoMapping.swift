@@ -52,3 +52,13 @@ extension FSError {
         self.init(error.errno, "\(context): \(error)")
     }
 }
+
+extension FSError {
+    /// The kernel interrupted the request: a signal reached the process
+    /// waiting for it (Ctrl-C, kill) while it waited on the network. EINTR
+    /// ends that wait at once; work other requests share (a read-ahead
+    /// download, an upload) goes on without it.
+    public static func interrupted(_ what: String) -> FSError {
+        FSError(EINTR, "\(what): interrupted")
+    }
+}

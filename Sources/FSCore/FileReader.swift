@@ -31,6 +31,14 @@ final class FileReader: Sendable {
         let id: UInt64
         let range: Range<Int64>
         let task: Task<Result<Data, StoreError>, Never>
+        /// Set once `task` has its result: a read then takes it at once,
+        /// without the hand-over to another thread that a wait an interrupt
+        /// can end costs.
+        let downloaded: Downloaded
+    }
+
+    private final class Downloaded: Sendable {
+        let flag = Atomic<Bool>(false)
     }
 
     private struct State: Sendable {
@@ -83,7 +91,16 @@ final class FileReader: Sendable {
             case .direct(let range):
                 pieces.append(try await readDirect(range))
             case .buffered(let part, let range):
-                switch await part.task.value {
+                let result: Result<Data, StoreError>
+                if part.downloaded.flag.load(ordering: .acquiring) {
+                    result = await part.task.value
+                } else {
+                    // The part is shared with later reads: an interrupted
+                    // read stops waiting for it, the download goes on.
+                    guard let waited = await part.task.valueUnlessCancelled() else { throw .cancelled }
+                    result = waited
+                }
+                switch result {
                 case .success(let data):
                     let from = Int(range.lowerBound - part.range.lowerBound)
                     pieces.append(data[(data.startIndex + from)..<(data.startIndex + from + range.count)])
@@ -138,8 +155,13 @@ final class FileReader: Sendable {
                     continue
                 }
                 countMisses(range)
-                let task = Task { await self.download(range) }
-                let part = Part(id: state.nextPartID, range: range, task: task)
+                let downloaded = Downloaded()
+                let task = Task {
+                    let result = await self.download(range)
+                    downloaded.flag.store(true, ordering: .releasing)
+                    return result
+                }
+                let part = Part(id: state.nextPartID, range: range, task: task, downloaded: downloaded)
                 state.nextPartID += 1
                 let at = state.parts.firstIndex { $0.range.lowerBound > range.lowerBound } ?? state.parts.endIndex
                 state.parts.insert(part, at: at)

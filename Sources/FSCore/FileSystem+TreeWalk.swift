@@ -64,7 +64,10 @@ extension FileSystem {
             }
             switch step {
             case .done(let listing): return listing
-            case .wait(let task): await task.value
+            case .wait(let task):
+                // The page is the walk's, not this opendir's: an interrupted
+                // opendir stops waiting, the walk goes on.
+                guard await task.valueUnlessCancelled() != nil else { throw .interrupted("opendir of /\(listed)") }
             }
         }
         return nil

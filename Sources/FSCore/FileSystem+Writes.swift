@@ -154,7 +154,8 @@ extension FileSystem {
                 return (task, true)
             }
             guard let task else { return }
-            let result = await task.value
+            // Interrupted (Ctrl-C): EINTR now; the upload goes on without us.
+            guard let result = await task.valueUnlessCancelled() else { throw .interrupted("\(reason) of inode \(inode)") }
             // Someone else's upload failing fails ours too (same bytes); if
             // it succeeded, look again: writes may have come after it.
             if case .failure(let error) = result { throw error }

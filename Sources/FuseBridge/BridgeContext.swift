@@ -25,6 +25,8 @@ final class BridgeContext: Sendable {
     private let tuned = Atomic<Bool>(false)
     private let lastRequestID = Atomic<UInt64>(0)
     let metrics = FuseMetrics()
+    /// Requests the kernel may interrupt, and the Tasks serving them.
+    let interrupts = InterruptibleRequests()
 
     /// A number for each request, in the logs of everything it causes
     /// (`Caller.requestID`).

@@ -28,7 +28,7 @@ func makeLowLevelOps() -> fuse_lowlevel_ops {
 
     ops.lookup = { req, parent, name in
         let name = String(cString: name!)
-        respond(req, "lookup", { fs throws(FSError) in try await fs.lookup(parent: parent, name: name) }) {
+        respond(req, "lookup", interruptible: true, { fs throws(FSError) in try await fs.lookup(parent: parent, name: name) }) {
             $0.entry($1)
         }
     }
@@ -46,13 +46,13 @@ func makeLowLevelOps() -> fuse_lowlevel_ops {
         reply.none()
     }
     ops.getattr = { req, inode, _ in
-        respond(req, "getattr", { fs throws(FSError) in try await fs.getattr(inode) }) {
+        respond(req, "getattr", interruptible: true, { fs throws(FSError) in try await fs.getattr(inode) }) {
             $0.attributes($1)
         }
     }
 
     ops.opendir = { req, inode, _ in
-        respond(req, "opendir", { fs throws(FSError) in try await fs.openDirectory(inode) }) { reply, open in
+        respond(req, "opendir", interruptible: true, { fs throws(FSError) in try await fs.openDirectory(inode) }) { reply, open in
             let filesystem = reply.context.filesystem
             if !reply.open(open) {
                 // The kernel never got the handle, so no releasedir will come.
@@ -62,7 +62,7 @@ func makeLowLevelOps() -> fuse_lowlevel_ops {
     }
     ops.readdirplus = { req, inode, size, offset, fi in
         let handle = fi?.pointee.fh ?? 0
-        respond(req, "readdirplus", { fs throws(FSError) in
+        respond(req, "readdirplus", interruptible: true, { fs throws(FSError) in
             try await fs.readdir(inode, handle: handle, offset: Int64(offset))
         }) { reply, entries in
             let page = reply.packDirectory(entries, size: size, plus: true)
@@ -76,7 +76,7 @@ func makeLowLevelOps() -> fuse_lowlevel_ops {
     }
     ops.readdir = { req, inode, size, offset, fi in
         let handle = fi?.pointee.fh ?? 0
-        respond(req, "readdir", { fs throws(FSError) in
+        respond(req, "readdir", interruptible: true, { fs throws(FSError) in
             try await fs.readdir(inode, handle: handle, offset: Int64(offset))
         }) { reply, entries in
             let page = reply.packDirectory(entries, size: size, plus: false)
@@ -103,7 +103,7 @@ func makeLowLevelOps() -> fuse_lowlevel_ops {
     }
     ops.read = { req, inode, size, offset, fi in
         let handle = fi?.pointee.fh ?? 0
-        respond(req, "read", { fs throws(FSError) in
+        respond(req, "read", interruptible: true, { fs throws(FSError) in
             try await fs.read(inode, handle: handle, offset: Int64(offset), size: size)
         }) { reply, data in
             reply.data(data.count > size ? data.prefix(size) : data)

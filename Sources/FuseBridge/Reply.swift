@@ -229,9 +229,14 @@ struct DirectoryPage: Sendable {
 /// at that first wait. Handing every request to another thread cost
 /// several scheduler wake-ups per small file, which on a busy machine
 /// were most of its time.
+///
+/// `interruptible`: a FUSE_INTERRUPT for the request cancels the Task
+/// (`InterruptibleRequests`), for requests that wait on the network and
+/// are safe to abandon halfway.
 func respond<Value: Sendable>(
     _ req: fuse_req_t?,
     _ operation: StaticString,
+    interruptible: Bool = false,
     _ work: @escaping @Sendable (any FileSystemOperations) async throws(FSError) -> Value,
     then send: @escaping @Sendable (consuming Reply, Value) async -> Void
 ) {
@@ -244,27 +249,33 @@ func respond<Value: Sendable>(
     }
     context.requestArrived()
     context.requestStarted()
-    Task.immediate {
+    let interruption = interruptible ? context.interrupts.watch(request, operation) : nil
+    let task = Task.immediate {
         await Caller.$current.withValue(caller) {
-            await answer(Reply(request, operation), context.filesystem, work, send)
+            await answer(Reply(request, operation), context.filesystem, work, send, interruption)
         }
         context.metrics.recordRequest(operation, since: started)
         context.requestFinished()
     }
+    interruption?.attach(task)
 }
 
 private func answer<Value: Sendable>(
     _ reply: consuming Reply,
     _ filesystem: any FileSystemOperations,
     _ work: @Sendable (any FileSystemOperations) async throws(FSError) -> Value,
-    _ send: @Sendable (consuming Reply, Value) async -> Void
+    _ send: @Sendable (consuming Reply, Value) async -> Void,
+    _ interruption: Interruption?
 ) async {
     let value: Value
     do {
         value = try await work(filesystem)
     } catch {
+        interruption?.finish()
         reply.failure(error)
         return
     }
+    // Before the answer: libfuse may free the request once it is answered.
+    interruption?.finish()
     await send(reply, value)
 }

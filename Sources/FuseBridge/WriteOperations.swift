@@ -43,13 +43,13 @@ func installWriteOperations(_ ops: inout fuse_lowlevel_ops) {
         let handle = fi?.pointee.fh ?? 0
         // The closing process (a thread ID; /proc answers for those too).
         let pid = fuse_req_ctx(req)?.pointee.pid ?? 0
-        respond(req, "flush", { fs throws(FSError) in try await fs.flush(inode, handle: handle, pid: pid) }) { reply, _ in
+        respond(req, "flush", interruptible: true, { fs throws(FSError) in try await fs.flush(inode, handle: handle, pid: pid) }) { reply, _ in
             reply.success()
         }
     }
     ops.fsync = { req, inode, _, fi in
         let handle = fi?.pointee.fh ?? 0
-        respond(req, "fsync", { fs throws(FSError) in try await fs.fsync(inode, handle: handle) }) { reply, _ in reply.success() }
+        respond(req, "fsync", interruptible: true, { fs throws(FSError) in try await fs.fsync(inode, handle: handle) }) { reply, _ in reply.success() }
     }
     ops.setattr = { req, inode, attr, toSet, fi in
         let changes = attributeChanges(attr!.pointee, Int32(toSet))
@@ -88,7 +88,7 @@ func installWriteOperations(_ ops: inout fuse_lowlevel_ops) {
         }
     }
     ops.readlink = { req, inode in
-        respond(req, "readlink", { fs throws(FSError) in try await fs.readlink(inode) }) { $0.link($1) }
+        respond(req, "readlink", interruptible: true, { fs throws(FSError) in try await fs.readlink(inode) }) { $0.link($1) }
     }
 }
 

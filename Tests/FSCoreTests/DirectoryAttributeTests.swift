@@ -45,6 +45,7 @@ struct DirectoryAttributeTests {
         return found
     }
 
+    // Checks semantics.md#shows-implicit-directories
     @Test func readdirplusEntriesCarryThePlaceholdersAttributes() async throws {
         let h = try Harness()
         Self.seed(h.store)
@@ -87,6 +88,7 @@ struct DirectoryAttributeTests {
         #expect(try await h.fs.getattr(x).attributes.mode == UInt32(S_IFDIR) | 0o700)
     }
 
+    // Checks semantics.md#write-attributes
     @Test func aNewMountSeesWhatChmodAndChownStored() async throws {
         let store = InMemoryObjectStore()
         store.seed("w/plain/f", bytes(1))
@@ -136,6 +138,7 @@ struct DirectoryAttributeTests {
         #expect(h.store.requestCount(.listFlat) == 1 && h.store.requestCount(.list) == 0)
     }
 
+    // Checks semantics.md#shows-implicit-directories
     @Test func aV0ListingStatsThePlaceholdersOfItsDirectories() async throws {
         let h = try Harness(store: InMemoryObjectStore(capabilities: .firebase))
         Self.seed(h.store)

@@ -87,6 +87,7 @@ struct FirebaseStoreTests {
         #expect(h.store.objectNames == ["dir/inner", "large", "moved"], "nothing moved or lost")
     }
 
+    // Checks semantics.md#errno-eacces
     @Test func rulesRefusalsAreEACCESAndTheTopOfTheMountCanBeEntered() async throws {
         let h = try Self.harness()
         h.store.seed("users/\(Self.uid)/mine.txt", Data("mine".utf8))

@@ -34,6 +34,7 @@ struct ListingPathTests {
         return files
     }
 
+    // Checks semantics.md#shows-tree-walks
     @Test func findOverATreeListsItFlatAfterTheSecondSubdirectory() async throws {
         let h = try Harness()
         let names = seedTree(h.store, 4)
@@ -63,6 +64,7 @@ struct ListingPathTests {
         #expect(inner.requestCount(.listFlat) == 0 && inner.requestCount(.list) == 12, "one listing per directory")
     }
 
+    // Checks semantics.md#shows-tree-walks
     @Test func aChangeBelowAWalkEndsItAndShowsUp() async throws {
         let h = try Harness()
         _ = seedTree(h.store, 3)
@@ -82,6 +84,7 @@ struct ListingPathTests {
         #expect(try await h.list(e2.attributes.inode).map(\.name) == [".", "..", "f0", "f1", "f2", "new"])
     }
 
+    // Checks semantics.md#shows-caching
     @Test func theKernelKeepsADirectorysEntriesWhileTheListingIsTheSame() async throws {
         let h = try Harness()
         for i in 0..<10 { h.store.seed("d/f\(i)", bytes(1)) }
@@ -108,6 +111,7 @@ struct ListingPathTests {
         noCache.fs.releasedir(e, handle: reply.handle)
     }
 
+    // Checks semantics.md#shows-caching
     @Test func absentNamesInAListedDirectoryCostNothingWhateverItsSize() async throws {
         let h = try Harness()
         for i in 0..<3000 { h.store.seed(String(format: "big/f%05d", i)) }
@@ -150,6 +154,7 @@ struct ListingPathTests {
         }
     }
 
+    // Checks semantics.md#write-shell-redirection
     @Test func aShellsRedirectionUploadsOnceAndTouchStillMakesTheObject() async throws {
         let probe = FixedProbe()
         let h = try Harness(descriptors: probe)

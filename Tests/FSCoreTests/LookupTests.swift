@@ -4,6 +4,7 @@ import Testing
 
 @Suite("lookup and getattr")
 struct LookupTests {
+    // Checks semantics.md#shows-implicit-directories, semantics.md#errno-enoent
     @Test func filesAndImplicitAndExplicitDirectories() async throws {
         let h = try Harness()
         let file = h.store.seed("docs/readme.txt", bytes(1234))
@@ -45,6 +46,7 @@ struct LookupTests {
         #expect(d.attributes.mode == UInt32(S_IFDIR) | 0o700)
     }
 
+    // Checks semantics.md#shows-directory-wins
     @Test func directoryWinsOverAFileOfTheSameName() async throws {
         let h = try Harness()
         h.store.seed("a", bytes(10))
@@ -57,6 +59,7 @@ struct LookupTests {
         #expect(listed.entry.attributes.mode & UInt32(S_IFMT) == UInt32(S_IFDIR))
     }
 
+    // Checks semantics.md#shows-skipped-names
     @Test func namesThatCannotBeFilesAreSkipped() async throws {
         let h = try Harness()
         for name in ["ok", "dir//double", "trailing/", "x/./y", "x/../y", ".", "..", "dots/..", "dots/.", "dots/fine"] {
@@ -72,6 +75,7 @@ struct LookupTests {
         #expect(try await h.list(dir.attributes.inode).map(\.name) == [".", ".."])
     }
 
+    // Checks semantics.md#shows-caching
     @Test func freshEntriesAnswerWithoutRequestsAndExpireWithTheClock() async throws {
         let h = try Harness()
         h.store.seed("f", bytes(5))
@@ -103,6 +107,7 @@ struct LookupTests {
         #expect(h.store.totalRequests == 12)
     }
 
+    // Checks semantics.md#shows-caching
     @Test func absentNamesAreRememberedForTheNegativeTTL() async throws {
         let h = try Harness()
         await expectErrno(ENOENT) { try await h.lookup("ghost") }
@@ -115,6 +120,7 @@ struct LookupTests {
         #expect(ghost.attributes.size == 1)
     }
 
+    // Checks semantics.md#shows-attributes
     @Test func posixMetadataFromGcloud() async throws {
         let h = try Harness()
         h.store.seed("six", customMetadata: [
@@ -136,6 +142,7 @@ struct LookupTests {
         #expect(junk.modificationTime == Timestamp(junkInfo.updated), "an unreadable mtime falls back to updated")
     }
 
+    // Checks semantics.md#shows-attributes
     @Test func mountOptionsDecideDefaults() async throws {
         let h = try Harness(options: MountOptions(uid: 7, gid: 8, fileMode: 0o640, dirMode: 0o750, statTTL: 2))
         h.store.seed("d/f")

@@ -8,6 +8,7 @@ import Testing
 @Suite struct PosixTests {
     let root = InodeTable.root
 
+    // Checks semantics.md#write-special-files
     @Test func fifosSocketsAndDevicesAreEmptyObjectsWithTheirTypeInTheMode() async throws {
         let h = try Harness()
         let fifo = try await h.fs.mknod(parent: root, name: "pipe", mode: UInt32(S_IFIFO) | 0o640, rdev: 0)
@@ -28,6 +29,7 @@ import Testing
         await expectErrno(EEXIST) { _ = try await h.fs.mknod(parent: root, name: "pipe", mode: UInt32(S_IFIFO) | 0o644, rdev: 0) }
     }
 
+    // Checks semantics.md#shows-owners-permissions
     @Test func aNewEntryBelongsToItsCallerAndASetgidDirectoryPassesItsGroupOn() async throws {
         let h = try Harness()
         let file = try await Caller.$current.withValue(Caller(uid: 4242, gid: 77)) {
@@ -51,6 +53,7 @@ import Testing
         #expect(sub.attributes.mode == UInt32(S_IFDIR) | 0o2755, "a new directory inherits setgid")
     }
 
+    // Checks semantics.md#shows-attributes
     @Test func creatingAndRemovingEntriesMovesTheDirectorysTimes() async throws {
         let h = try Harness()
         let dir = try await h.fs.mkdir(parent: root, name: "d", mode: 0o755).attributes
@@ -64,6 +67,7 @@ import Testing
         #expect(try await h.fs.getattr(dir.inode).attributes.modificationTime != afterCreate.modificationTime)
     }
 
+    // Checks semantics.md#errno-enametoolong
     @Test func newNamesStopAtNameMaxButLongerExistingOnesStayReachable() async throws {
         let h = try Harness()
         let long = String(repeating: "n", count: 256)
@@ -75,6 +79,7 @@ import Testing
         _ = try await h.fs.mkdir(parent: root, name: String(repeating: "n", count: 255), mode: 0o755)
     }
 
+    // Checks semantics.md#write-unlinked-open
     @Test func aFileUnlinkedWhileOpenIsStillReadAndStatted() async throws {
         let h = try Harness()
         let (entry, open) = try await h.fs.create(parent: root, name: "tmp", mode: 0o600, flags: O_RDWR)

@@ -13,6 +13,7 @@ struct ReadAheadTests {
         actions.compactMap { if case .prefetch(let r) = $0 { return r } else { return nil } }
     }
 
+    // Checks semantics.md#shows-reads
     @Test func sequentialReadsGrowTheWindowUpToTheCap() {
         var machine = ReadAhead(configuration: configuration, objectSize: 100 * MiB)
         var fetched: [Range<Int64>] = []

@@ -67,6 +67,7 @@ struct ReadTests {
         _ = try await h.fs.open(f, flags: O_RDONLY | O_NOFOLLOW)
     }
 
+    // Checks semantics.md#shows-reads, semantics.md#errno-estale
     @Test func aReplacedObjectMakesTheOpenHandleStale() async throws {
         let h = try Harness()
         let v1 = bytes(20 * MiB, seed: 4)
@@ -83,6 +84,7 @@ struct ReadTests {
         try await h.fs.release(inode, handle: open.handle)
     }
 
+    // Checks semantics.md#shows-reads
     @Test func theBlockCacheServesReReadsAndNeverAnOldGeneration() async throws {
         let dir = temporaryDirectory()
         defer { removeDirectory(dir) }
@@ -113,6 +115,7 @@ struct ReadTests {
         try await h.fs.release(inode, handle: fresh.handle)
     }
 
+    // Checks semantics.md#shows-reads
     @Test func theCachePersistsAcrossMounts() async throws {
         let dir = temporaryDirectory()
         defer { removeDirectory(dir) }
@@ -131,6 +134,7 @@ struct ReadTests {
         #expect(store.requestCount(.read) == 0)
     }
 
+    // Checks semantics.md#shows-reads
     @Test func randomReadsFetchWholeBlocksAndCacheThem() async throws {
         let dir = temporaryDirectory()
         defer { removeDirectory(dir) }
@@ -169,6 +173,7 @@ struct ReadTests {
         try await h.fs.release(inode, handle: open.handle)
     }
 
+    // Checks semantics.md#shows-reads
     @Test func theBudgetBoundsReadAheadAndExhaustionFallsBackToDirectReads() async throws {
         // Budget for one 2 MiB part at a time across two readers.
         let h = try Harness(options: MountOptions(readAheadBudget: 2 * Int64(MiB), readAheadInitial: Int64(MiB), readAheadMax: 16 * Int64(MiB)))
@@ -212,6 +217,7 @@ struct ReadTests {
         try await h.fs.release(inode, handle: open.handle)
     }
 
+    // Checks semantics.md#errno-enoent
     @Test func openOfADeletedFileIsENOENT() async throws {
         let h = try Harness()
         h.store.seed("f", bytes(1))

@@ -4,6 +4,7 @@ import Testing
 
 @Suite("readdir")
 struct ReaddirTests {
+    // Checks semantics.md#shows-caching
     @Test func twoThousandObjectsCostTwoListRequestsWithTheLookupAndLookupsAreFree() async throws {
         let h = try Harness()
         let names = (0..<2000).map { String(format: "file%05d", $0) }

@@ -21,6 +21,7 @@ import Testing
         var pages: [UInt64] { received.withLock { $0.flatMap(\.pages) } }
     }
 
+    // Checks semantics.md#write-conflicts
     @Test func aLostConflictAtCloseShowsTheirObjectAtOnce() async throws {
         let cache = temporaryDirectory("replaced")
         defer { removeDirectory(cache) }
@@ -47,6 +48,7 @@ import Testing
         #expect(FileManager.default.contents(atPath: kept) == Data("mine".utf8), "the rejected bytes are kept")
     }
 
+    // Checks semantics.md#write-conflicts
     @Test func aReadOfAGoneGenerationShowsTheNewObjectAtOnce() async throws {
         let h = try Harness()
         let kernel = KernelRequests(h.fs)

@@ -68,6 +68,7 @@ import Testing
         #expect(cache.queuedRecords <= 2 * cache.count + 1025)
     }
 
+    // Checks semantics.md#shows-caching
     @Test func twoHundredThousandNamesThroughACacheOfTenThousand() {
         var cache = cache(capacity: 10_000)
         for i in 0..<200_000 { cache.insert("d\(i / 1000)/f\(i % 1000)", .file(info("x")), now: .microseconds(i)) }

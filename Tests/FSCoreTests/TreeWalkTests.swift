@@ -8,6 +8,7 @@ struct TreeWalkTests {
         ObjectInfo(name: name, size: 1, generation: 1, updated: Date(timeIntervalSince1970: 0))
     }
 
+    // Checks semantics.md#shows-caching
     @Test func listingCacheIsBoundedByEntriesAndAmendsInPlace() {
         var cache = ListingCache(maxEntries: 10, maxListings: 3)
         cache.store("a/", ListingCache.Listing(prefixes: ["a/x/"], items: [info("a/1"), info("a/2")], readAt: .zero))
@@ -33,6 +34,7 @@ struct TreeWalkTests {
 
     /// Random trees, listed flat in small pages and cut by the walk, give
     /// every valid directory exactly the listing a delimited listing gives.
+    // Checks semantics.md#shows-tree-walks
     @Test(arguments: [1, 2, 3, 4, 5])
     func aWalkGivesEachDirectoryItsDelimitedListing(seed: Int) async throws {
         var rng = SplitMix(seed: UInt64(seed))

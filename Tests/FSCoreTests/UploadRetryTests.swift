@@ -30,6 +30,7 @@ import Testing
         return try await condition()
     }
 
+    // Checks semantics.md#net-close-retries
     @Test func theCloseRetriesATransientFailureWithinItsWindow() async throws {
         let cache = temporaryDirectory("retry")
         defer { removeDirectory(cache) }
@@ -44,6 +45,7 @@ import Testing
         #expect(RecoveryFolder(cacheDirectory: cache, bucket: "b", logger: .init(label: "t")).pending().isEmpty)
     }
 
+    // Checks semantics.md#net-close-retries
     @Test func aPermanentFailureIsNotRetriedAtClose() async throws {
         let cache = temporaryDirectory("retry")
         defer { removeDirectory(cache) }
@@ -61,6 +63,7 @@ import Testing
         #expect(h.fs.status().recovery.first?.retryStopped != nil)
     }
 
+    // Checks semantics.md#net-background-retries
     @Test func pastTheWindowTheBytesWaitAndAreUploadedInTheBackground() async throws {
         let cache = temporaryDirectory("retry")
         defer { removeDirectory(cache) }
@@ -90,6 +93,7 @@ import Testing
         #expect(try await h.lookup("late.bin").attributes.size == Int64(content.count))
     }
 
+    // Checks semantics.md#net-background-retries
     @Test func theBackgroundRetryNeverOverwritesANewerObject() async throws {
         let cache = temporaryDirectory("retry")
         defer { removeDirectory(cache) }
@@ -111,6 +115,7 @@ import Testing
         #expect(h.fs.retrier?.retrying.isEmpty == true)
     }
 
+    // Checks semantics.md#net-background-retries
     @Test func anEntryIsNotRetriedWhileTheMountWritesTheSameFile() async throws {
         let cache = temporaryDirectory("retry")
         defer { removeDirectory(cache) }
@@ -129,6 +134,7 @@ import Testing
         #expect(try await eventually(2) { recovery.pending().isEmpty }, "the newer upload removes the older entry")
     }
 
+    // Checks semantics.md#net-request-retries
     @Test func unlinkWithoutACachedGenerationStatsFirstAndAGoneObjectIsNotAnError() async throws {
         var options = MountOptions(uid: 1000, gid: 1000)
         options.statTTL = 0

@@ -8,6 +8,7 @@ import Testing
 private let MiB = 1 << 20
 
 @Suite struct WriteTests {
+    // Checks semantics.md#write-when-uploaded
     @Test func createWriteAndCloseUploadOnceAsANewObject() async throws {
         let h = try Harness()
         let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "new.txt", mode: 0o644, flags: O_WRONLY)
@@ -26,6 +27,7 @@ private let MiB = 1 << 20
         #expect(stored.customMetadata["goog-reserved-file-mtime"] != nil)
     }
 
+    // Checks semantics.md#write-when-uploaded
     @Test func anEmptyCreatedFileStillReachesTheBucket() async throws {
         let h = try Harness()
         let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "empty", mode: 0o600, flags: O_WRONLY)
@@ -36,6 +38,7 @@ private let MiB = 1 << 20
         #expect(stored.customMetadata["goog-reserved-posix-mode"] == "600")
     }
 
+    // Checks semantics.md#write-staged-files
     @Test func anAppendToALargeObjectDownloadsNothingUntilUpload() async throws {
         let h = try Harness()
         let original = bytes(20 * MiB, seed: 1)
@@ -55,6 +58,7 @@ private let MiB = 1 << 20
         #expect(stored.customMetadata["owner"] == "ann", "custom metadata is kept")
     }
 
+    // Checks semantics.md#write-staged-files
     @Test func aPartialBlockWriteFetchesThatBlockOnly() async throws {
         let h = try Harness()
         let original = bytes(8 * MiB, seed: 2)
@@ -119,6 +123,7 @@ private let MiB = 1 << 20
         #expect(try await h.download("f") == content)
     }
 
+    // Checks semantics.md#write-when-uploaded
     @Test func openWithTruncateEmptiesTheFile() async throws {
         let h = try Harness()
         h.store.seed("f", bytes(3 * MiB, seed: 3))
@@ -143,6 +148,7 @@ private let MiB = 1 << 20
         #expect(try await h.download("f") == original.prefix(1000) + Data(count: 500))
     }
 
+    // Checks semantics.md#write-conflicts
     @Test func someoneElsesChangeMakesTheCloseStaleAndKeepsTheirObject() async throws {
         let cache = temporaryDirectory("writes")
         defer { removeDirectory(cache) }
@@ -159,6 +165,7 @@ private let MiB = 1 << 20
         #expect(FileManager.default.contents(atPath: kept) == Data("mine".utf8), "the rejected bytes are kept")
     }
 
+    // Checks semantics.md#write-failures-keep-bytes
     @Test func aFailedUploadIsEIOAndTheBytesWaitInTheRecoveryFolder() async throws {
         let cache = temporaryDirectory("writes")
         defer { removeDirectory(cache) }
@@ -187,6 +194,7 @@ private let MiB = 1 << 20
         #expect(recovery.pending().isEmpty)
     }
 
+    // Checks semantics.md#write-failures-keep-bytes
     @Test func writesOfAProcessThatDiedReachTheRecoveryFolderAtTheNextMount() async throws {
         let cache = temporaryDirectory("writes")
         defer { removeDirectory(cache) }
@@ -214,6 +222,7 @@ private let MiB = 1 << 20
         #expect(try await crashed.download("unsaved.bin") == content)
     }
 
+    // Checks semantics.md#write-attributes
     @Test func chmodAndTouchOfACleanFileArePatchesNotUploads() async throws {
         let h = try Harness()
         h.store.seed("f", Data("x".utf8))
@@ -230,6 +239,7 @@ private let MiB = 1 << 20
         #expect(stored.customMetadata["goog-reserved-file-mtime"] == "1500000000")
     }
 
+    // Checks semantics.md#write-rename
     @Test func renameCopiesThenDeletesAndKeepsMetadata() async throws {
         let h = try Harness()
         h.store.seed("a", Data("content".utf8), contentType: "text/x-special", customMetadata: ["k": "v"])
@@ -249,6 +259,7 @@ private let MiB = 1 << 20
         #expect(try await h.download("c") == Data("other".utf8))
     }
 
+    // Checks semantics.md#write-rename
     @Test func renameOfADirectoryMovesEveryObjectBelowIt() async throws {
         let h = try Harness()
         for i in 0..<30 { h.store.seed("src/sub\(i % 3)/f\(i)", Data("\(i)".utf8)) }
@@ -261,6 +272,7 @@ private let MiB = 1 << 20
         #expect(try await h.download("dst/sub1/f4") == Data("4".utf8))
     }
 
+    // Checks semantics.md#write-directories, semantics.md#errno-enotempty
     @Test func mkdirRmdirAndNotEmpty() async throws {
         let h = try Harness()
         let d = try await h.fs.mkdir(parent: InodeTable.root, name: "d", mode: 0o700)
@@ -275,6 +287,7 @@ private let MiB = 1 << 20
         #expect(h.store.objectNames.isEmpty)
     }
 
+    // Checks semantics.md#write-symlinks
     @Test func symlinksFollowTheGcsfuseConvention() async throws {
         let h = try Harness()
         let link = try await h.fs.symlink(target: "../somewhere/else", parent: InodeTable.root, name: "l")
@@ -310,6 +323,7 @@ private let MiB = 1 << 20
         #expect(try await h.fs.readlink(link) == "elsewhere", "the link target is kept")
     }
 
+    // Checks semantics.md#write-read-only, semantics.md#errno-erofs
     @Test func aReadOnlyMountRefusesEveryChange() async throws {
         let h = try Harness(options: MountOptions(uid: 1000, gid: 1000, readOnly: true))
         h.store.seed("f", Data("x".utf8))

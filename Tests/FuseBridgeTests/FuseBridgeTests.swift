@@ -9,6 +9,7 @@ import Testing
 /// the file I/O each run on a Thread of their own: a blocking syscall on the
 /// cooperative pool could starve the Tasks that answer it.
 @Suite(.serialized) struct FuseBridgeTests {
+    // Checks semantics.md#unsupported-link
     @Test func mountListReadStatAndRefuseWrites() async throws {
         let mountpoint = try makeTemporaryDirectory()
         defer { rmdir(mountpoint) }

@@ -26,6 +26,7 @@ extension MountTests {
             chunkFault(["status": 503, "apply": true]),
         ] }
 
+        // Checks semantics.md#net-resumable-uploads
         @Test("a resumable upload survives 3 × 503, two cuts and a lost answer inside its session, streamed or at close", .timeLimit(.minutes(3)))
         func resumableSessionFaults() async throws {
             let proxy = try await FaultProxy()
@@ -65,6 +66,7 @@ extension MountTests {
             print("uploaded 10 MiB at close through 6 faults in \(ContinuousClock.now - started)")
         }
 
+        // Checks semantics.md#net-close-retries
         @Test("an upload outage of 16 s (longer than the old ~13 s budget) costs time, not an error, with the default settings", .timeLimit(.minutes(3)))
         func outageLongerThanTheOldBudget() async throws {
             let proxy = try await FaultProxy()
@@ -99,6 +101,7 @@ extension MountTests {
             }
         }
 
+        // Checks semantics.md#net-resumable-uploads
         @Test("the final chunk's answer lost or truncated: close succeeds, the object byte-identical, no recovery entry",
               .timeLimit(.minutes(3)), arguments: ["lost", "cut", "framed"])
         func finalAnswerLostOrTruncated(_ kind: String) async throws {
@@ -123,6 +126,7 @@ extension MountTests {
             #expect(!FileManager.default.fileExists(atPath: recovery), "no recovery entry")
         }
 
+        // Checks semantics.md#net-background-retries
         @Test("past the upload retry time: EIO, the bytes in the recovery folder, uploaded in the background once the outage ends, never over a newer object", .timeLimit(.minutes(3)))
         func backgroundRetryOfRecoveryEntries() async throws {
             // fake_gcs.py behind the proxy: it honours preconditions.
@@ -188,6 +192,7 @@ extension MountTests {
             try await gcs.putAll((0..<count).map { ("\(directory)/f\(String(format: "%03d", $0))", Data("x\($0)\n".utf8)) })
         }
 
+        // Checks semantics.md#net-request-retries
         @Test("rm -rf of 100 files while DELETE gets 503 in short bursts: every file gone, at most 5× the fault-free time", .timeLimit(.minutes(3)))
         func rmThroughDeleteBursts() async throws {
             let proxy = try await FaultProxy()
@@ -216,6 +221,7 @@ extension MountTests {
             #expect(stormy.elapsed <= calm.elapsed * 5, "rm -rf took \(stormy.elapsed) with bursts, \(calm.elapsed) without")
         }
 
+        // Checks semantics.md#errno-eio
         @Test("deletes failing longer than the retry budget: rm reports EIO and every file it could not delete is still there", .timeLimit(.minutes(2)))
         func deleteOutageBeyondTheBudget() async throws {
             let proxy = try await FaultProxy()

@@ -162,6 +162,7 @@ extension MountTests {
             #expect(status.out.contains("credentials: Firebase user \(s.a.uid) (\(s.a.email))"), "\(status.summary)")
         }
 
+        // Checks semantics.md#errno-eacces
         @Test("signed in as A: B's folder is EACCES on list, read and write, with nothing lost; public/ is readable", .timeLimit(.minutes(3)))
         func othersFolderAndPublic() async throws {
             let s = try await Setup()

@@ -58,6 +58,7 @@ extension MountTests {
             return buffer.prefix(n)
         }
 
+        // Checks semantics.md#shows-gzip
         @Test("a gzip-encoded object reads as its stored bytes: cat = the gzip, zcat = the text, st_size = its size, ranges right; StorageKit alike", .timeLimit(.minutes(2)))
         func realGzip() async throws {
             let server = try MountEnv.fakeGCSServer()
@@ -91,6 +92,7 @@ extension MountTests {
             #expect(piece == gzip[middle], "pread of \(middle): \(piece.count) bytes\nlog:\n\(again.logTail())")
         }
 
+        // Checks semantics.md#shows-gzip
         @Test("an object marked gzip whose bytes are not gzip reads at once as its stored bytes, through the mount and StorageKit", .timeLimit(.minutes(2)))
         func mislabelled() async throws {
             let server = try MountEnv.fakeGCSServer()

@@ -122,6 +122,7 @@ extension MountTests {
             #expect(ls.ok && ls.out == "x\n", "\(ls.summary)")
         }
 
+        // Checks semantics.md#shows-reads
         @Test("an unmount right after a read keeps every block read in the cache directory")
         func unmountKeepsCachedBlocks() async throws {
             let prefix = MountEnv.uniquePrefix("unmountcache")
@@ -210,6 +211,7 @@ extension MountTests {
             }
         }
 
+        // Checks semantics.md#errno-eio
         @Test("a dead endpoint after mounting turns uncached reads into EIO within the retry budget", .timeLimit(.minutes(2)))
         func deadEndpointAfterMountGivesEIO() async throws {
             let prefix = MountEnv.uniquePrefix("eio")

@@ -66,6 +66,7 @@ extension MountTests {
             #expect(zdir.ok && zdir.lines.isEmpty, "placeholder-only directory should be empty: \(zdir.summary) \(zdir.out)")
         }
 
+        // Checks semantics.md#shows-caching
         @Test("ls -l of 2,000 objects: one listing, no per-object request")
         func lsLargeDirectory() async throws {
             let gcs = try DirectGCS.emulator()
@@ -137,6 +138,7 @@ extension MountTests {
             #expect(total == files.values.reduce(0, +), "du -sb said \(du.out)")
         }
 
+        // Checks semantics.md#shows-attributes
         @Test("stat shows size, default modes, and POSIX attributes from custom metadata")
         func statAttributes() async throws {
             let gcs = try DirectGCS.emulator()
@@ -253,6 +255,7 @@ extension MountTests {
             }
         }
 
+        // Checks semantics.md#shows-skipped-names
         @Test("the seeds' bucket: odd names become directories or are skipped")
         func seedsBucket() async throws {
             let gcs = try DirectGCS.emulator()
@@ -286,6 +289,7 @@ extension MountTests {
             #expect(found == ["", "/correctPrefix", "/correctPrefix/happyItem", "/lonelyItem", "/wrongPrefix"], "find: \(find.lines)")
         }
 
+        // Checks semantics.md#shows-directory-wins
         @Test("an object beside a directory of the same name is hidden: the directory wins")
         func directoryWinsOverFile() async throws {
             let gcs = try DirectGCS.emulator()

@@ -31,6 +31,7 @@ extension MountTests {
             #expect(diff.isEmpty, "cp -r: \(diff.count) differences: \(diff.prefix(20).joined(separator: "; "))")
         }
 
+        // Checks semantics.md#write-rename
         @Test("mv of a file: source gone, destination with the bytes, contentType and custom metadata")
         func moveFile() async throws {
             let gcs = try DirectGCS.emulator()
@@ -56,6 +57,7 @@ extension MountTests {
             #expect(metadata["owner"] == "team-b" && metadata["note"] == "moved by mv", "custom metadata after mv: \(metadata)")
         }
 
+        // Checks semantics.md#write-rename
         @Test("mv of a 50-file directory: everything below it moves, nothing stays behind", .timeLimit(.minutes(5)))
         func moveDirectory() async throws {
             let gcs = try DirectGCS.emulator()
@@ -99,6 +101,7 @@ extension MountTests {
             #expect(try await gcs.list(prefix: prefix + "/") == ["\(prefix)/survivor.txt"])
         }
 
+        // Checks semantics.md#write-directories, semantics.md#errno-enotempty
         @Test("mkdir makes a dir/ placeholder; rmdir removes it; rmdir of a non-empty directory is ENOTEMPTY")
         func mkdirAndRmdir() async throws {
             let gcs = try DirectGCS.emulator()
@@ -137,6 +140,7 @@ extension MountTests {
             #expect(try await gcs.resource("\(prefix)/a/b/c/d/e/") != nil, "mkdir -p of a deeper path: no a/b/c/d/e/ placeholder")
         }
 
+        // Checks semantics.md#write-directories
         @Test("an empty directory survives a remount")
         func emptyDirectorySurvivesRemount() async throws {
             let gcs = try DirectGCS.emulator()
@@ -156,6 +160,7 @@ extension MountTests {
             #expect(inner.ok && inner.lines.isEmpty, "ls keepme: \(inner.summary) \(inner.out)")
         }
 
+        // Checks semantics.md#errno-eexist, semantics.md#errno-einval
         @Test("RENAME_NOREPLACE keeps an existing target (EEXIST); RENAME_EXCHANGE is EINVAL; mv -n keeps the target")
         func renameFlags() async throws {
             let gcs = try DirectGCS.emulator()
@@ -277,6 +282,7 @@ extension MountTests {
             #expect(diff.isEmpty, "git clone's work tree in the bucket: \(diff.prefix(20).joined(separator: "; "))")
         }
 
+        // Checks semantics.md#write-attributes
         @Test("rsync -a into the mount keeps bytes, mtimes and modes, across a remount", .timeLimit(.minutes(5)))
         func rsyncArchive() async throws {
             let gcs = try DirectGCS.emulator()

@@ -61,6 +61,7 @@ extension MountTests {
             #expect(try await gcs.resource("\(prefix)/w/shared/by1002-\(round)") != nil, "\(round)")
         }
 
+        // Checks semantics.md#shows-owners-permissions
         @Test("nested directories keep mode, owner and sticky bit after a remount and a TTL expiry, and the kernel enforces them")
         func nestedDirectoriesKeepTheirPermissions() async throws {
             let gcs = try DirectGCS.emulator()

@@ -8,6 +8,7 @@ extension MountTests {
     /// What the speed work of issue 11 must not cost in semantics, and the
     /// requests it saves, counted in the emulator's request log.
     @Suite struct RequestPaths {
+        // Checks semantics.md#write-shell-redirection
         @Test("bash `printf > f` uploads each new file once; touch and a single close still make the object before they return")
         func shellRedirectionUploadsOnce() async throws {
             let gcs = try DirectGCS.emulator()
@@ -58,6 +59,7 @@ extension MountTests {
             try await ObjectChecks.expect(gcs, "\(prefix)/dup", holds: Data("via the duplicate".utf8), "after the last close")
         }
 
+        // Checks semantics.md#shows-tree-walks
         @Test("find over a tree of 16 directories lists it flat after the second subdirectory, and sees every file")
         func findListsFlat() async throws {
             let gcs = try DirectGCS.emulator()
@@ -79,6 +81,7 @@ extension MountTests {
             #expect(du.ok && du.lines.first?.split(separator: "\t").first.flatMap { Int($0) }.map { $0 >= 180 } == true, "\(du.out)")
         }
 
+        // Checks semantics.md#shows-reads
         @Test("the kernel reads ahead 16 MiB (1 MiB requests); a sequential read of 40 MiB returns the object's bytes, twice")
         func bigReadsReturnTheRightBytes() async throws {
             let gcs = try DirectGCS.emulator()

@@ -95,6 +95,7 @@ extension MountTests {
             }
         }
 
+        // Checks semantics.md#net-request-retries
         @Test("a read through the mount across a mid-body stall returns the object's bytes (no EIO)", .timeLimit(.minutes(2)))
         func mountRead() async throws {
             let (proxy, object, data) = try await Self.setUp("stall-mount", seed: 1703)

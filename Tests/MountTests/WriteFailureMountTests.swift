@@ -17,6 +17,7 @@ extension MountTests {
             "\(cacheDir)/recovery/\(bucket)/\(object)"
         }
 
+        // Checks semantics.md#write-failures-keep-bytes, semantics.md#errno-eio
         @Test("endpoint gone at close: EIO, bytes in the recovery folder, uploaded intact by --retry-pending", .timeLimit(.minutes(3)))
         func endpointGoneAtClose() async throws {
             let emulator = try PrivateEmulator(label: "gone")
@@ -73,6 +74,7 @@ extension MountTests {
             #expect(!FileManager.default.fileExists(atPath: recovery + ".bucketfs-pending.json"), "the sidecar should be gone once uploaded")
         }
 
+        // Checks semantics.md#write-failures-keep-bytes
         @Test("the mount killed with unsaved writes: the next mount keeps the bytes, --retry-pending uploads them", .timeLimit(.minutes(3)))
         func killedWithUnsavedWrites() async throws {
             let gcs = try DirectGCS.emulator()
@@ -120,6 +122,7 @@ extension MountTests {
             return (gcs, prefix, mount)
         }
 
+        // Checks semantics.md#write-conflicts, semantics.md#errno-estale
         @Test("the object replaced behind an open writer: close fails with ESTALE and the other writer's object stays")
         func conflictAtClose() async throws {
             let (gcs, prefix, mount) = try await Self.conflictSetup("conflict")
@@ -130,6 +133,7 @@ extension MountTests {
         /// With the default --stat-ttl (60 s): without forgetting what it
         /// cached, the mount would show "original" (neither version) until
         /// the TTL passed.
+        // Checks semantics.md#write-conflicts
         @Test("after a lost conflict at close the mount shows the other writer's object at once; the recovery folder has mine")
         func lostConflictShowsTheirsAtOnce() async throws {
             let (gcs, prefix, mount) = try await Self.conflictSetup("conflictfresh")
@@ -192,6 +196,7 @@ extension MountTests {
             #expect(cat.ok && cat.stdout == data, "cat \(when): \(cat.summary)\nlog:\n\(mount.logTail())")
         }
 
+        // Checks semantics.md#write-conflicts
         @Test("the object replaced between two fsyncs: the second fsync fails with ESTALE, the other object stays")
         func conflictAtFsync() async throws {
             let (gcs, prefix, mount) = try await Self.conflictSetup("conflictfsync")

@@ -16,6 +16,7 @@ extension MountTests {
             try await Tools.run("/bin/sh", ["-c", "cd \"$1\" && \(script)", "sh", dir])
         }
 
+        // Checks semantics.md#write-when-uploaded
         @Test("cp in of 0 B, 1 B and 5 MiB files: size, md5Hash and bytes on the server; contentType from the name")
         func cpInSmallAndMedium() async throws {
             let gcs = try DirectGCS.emulator()
@@ -68,6 +69,7 @@ extension MountTests {
             #expect(resource?["md5Hash"] as? String == md5, "md5Hash on the server \(resource?["md5Hash"] ?? "nil"), local \(md5)")
         }
 
+        // Checks semantics.md#write-when-uploaded
         @Test("overwriting an object (cp over it, `>` over it) replaces its bytes and keeps its custom metadata")
         func overwrite() async throws {
             let gcs = try DirectGCS.emulator()
@@ -138,6 +140,7 @@ extension MountTests {
             try await ObjectChecks.expect(gcs, "\(prefix)/sparse.bin", holds: Data(count: 3 << 20), "truncate -s 3M of a new name")
         }
 
+        // Checks semantics.md#write-when-uploaded
         @Test("touch: a new name becomes an empty object; touch -d on a clean object is a metadata patch")
         func touchFiles() async throws {
             let gcs = try DirectGCS.emulator()
@@ -160,6 +163,7 @@ extension MountTests {
             try await ObjectChecks.expect(gcs, "\(prefix)/old.dat", holds: content, "touch -d must not change the bytes")
         }
 
+        // Checks semantics.md#write-staged-files
         @Test("read-your-writes: a second descriptor reads the bytes before close; another process after it")
         func readYourWrites() async throws {
             let gcs = try DirectGCS.emulator()
@@ -189,6 +193,7 @@ extension MountTests {
             try await ObjectChecks.expect(gcs, "\(prefix)/live.bin", holds: data)
         }
 
+        // Checks semantics.md#write-when-uploaded
         @Test("only a dirty file uploads: a second fsync and the close leave the generation alone")
         func secondFlushUploadsNothing() async throws {
             let gcs = try DirectGCS.emulator()
@@ -216,6 +221,7 @@ extension MountTests {
             try await ObjectChecks.expect(gcs, "\(prefix)/f.bin", holds: data)
         }
 
+        // Checks semantics.md#write-attributes
         @Test("cp -p keeps mtime and chmod 600 keeps the mode, in goog-reserved-* metadata and across a remount")
         func mtimeAndModeSurviveRemount() async throws {
             let gcs = try DirectGCS.emulator()
@@ -280,6 +286,7 @@ extension MountTests {
             #expect(try await gcs.list(prefix: prefix + "/") == ["\(prefix)/notes.txt"])
         }
 
+        // Checks semantics.md#write-rename
         @Test("renaming an open, dirty file: later writes through the descriptor land under the new name")
         func renameOpenDirtyFile() async throws {
             let gcs = try DirectGCS.emulator()
@@ -302,6 +309,7 @@ extension MountTests {
             try await ObjectChecks.expectGone(gcs, "\(prefix)/draft.bin")
         }
 
+        // Checks semantics.md#write-symlinks
         @Test("ln -s stores a gcsfuse-style link (metadata gcsfuse_symlink_target); readlink reads ours and gcsfuse's")
         func symlinks() async throws {
             let gcs = try DirectGCS.emulator()
@@ -332,6 +340,7 @@ extension MountTests {
             }
         }
 
+        // Checks semantics.md#errno-eperm, semantics.md#unsupported-link
         @Test("ln (a hard link) fails with EPERM and creates nothing")
         func hardLinkRefused() async throws {
             let gcs = try DirectGCS.emulator()
@@ -344,6 +353,7 @@ extension MountTests {
             #expect(try await gcs.list(prefix: prefix + "/") == ["\(prefix)/a.txt"])
         }
 
+        // Checks semantics.md#write-read-only, semantics.md#errno-erofs
         @Test("--read-only refuses cp, mkdir, rm, touch, >>, mv and chmod with EROFS; the bucket is unchanged")
         func readOnlyMount() async throws {
             let gcs = try DirectGCS.emulator()

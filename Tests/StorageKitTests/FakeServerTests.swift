@@ -33,6 +33,7 @@ import Transport
         await #expect(throws: StorageError.self) { _ = try await storage.reference().list(maxResults: 0) }
     }
 
+    // Checks semantics.md#shows-caching
     @Test func listingsAskOnlyForTheFieldsMetadataReadsAndLoseNone() async throws {
         let ref = storage.reference().child("meta/full.txt")
         let sent = StorageMetadata()

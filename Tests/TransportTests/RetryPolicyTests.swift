@@ -16,6 +16,7 @@ import Testing
         #expect(policy.delay(beforeRetry: 1, jitter: 0.999).seconds < 4)
     }
 
+    // Checks semantics.md#net-request-retries
     @Test func backoffIsCappedAtTheMaximumWithJitter() {
         #expect(policy.delay(beforeRetry: 10, jitter: 0).seconds == 32)
         #expect(policy.delay(beforeRetry: 4, jitter: 0.9).seconds == 16 * 1.9)

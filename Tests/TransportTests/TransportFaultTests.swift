@@ -23,6 +23,7 @@ import Testing
         "\(server)/storage/v1/b/transport/o/\(name)?alt=media"
     }
 
+    // Checks semantics.md#net-request-retries
     @Test func serverErrorsAreRetriedUntilSuccess() async throws {
         let server = try TestServers.fakeGCS()
         let name = "retry-\(UUID().uuidString)"
@@ -35,6 +36,7 @@ import Testing
         #expect(transport.statistics.retryCount - before == 2)
     }
 
+    // Checks semantics.md#net-request-retries
     @Test func oneRequestsBackoffNeverDelaysAnother() async throws {
         // A long backoff, so that a shared one would show: the failing
         // request waits 20 s before its one retry. Three unrelated requests

@@ -189,6 +189,7 @@ struct ProcessFlags: ParsableArguments {
         let stallTimeout = try settings.value(Settings.stallTimeout, stallTimeout)
         let retryAttempts = try settings.value(Settings.retryAttempts, retryAttempts)
         let retryMaxTime = try settings.value(Settings.retryMaxTime, retryMaxTime)
+        // Only shown by `bucketfs status`: the file read, whichever way it was named.
         _ = try settings.optional(Settings.config, settings.configFile)
         return Resolved(
             foreground: try settings.flag(Settings.foreground, foreground),

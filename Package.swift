@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Layers, each its own module; dependencies point down:
-//   bucketfs (CLI) -> FuseBridge -> FSCore -> StorageKit -> Transport
+//   bucketfs -> BucketFSCLI (the command line) -> FuseBridge -> FSCore -> StorageKit -> Transport
 //   CFuse and CCurl are the C interop: only FuseBridge imports CFuse, only
 //   Transport imports CCurl.
 let package = Package(

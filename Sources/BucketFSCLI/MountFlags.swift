@@ -176,14 +176,14 @@ struct ProcessFlags: ParsableArguments {
 
     func resolve(_ settings: SettingsResolver) throws(CLIError) -> Resolved {
         let uploadChunkMiB = try settings.value(Settings.uploadChunkSize, uploadChunkMiB)
-        guard (1...1024).contains(uploadChunkMiB) else { throw CLIError.usage("--upload-chunk-size must be 1 to 1024 MiB") }
+        guard (1...1024).contains(uploadChunkMiB) else { throw CLIError.usage("--\(Settings.uploadChunkSize.name) must be 1 to 1024 MiB") }
         let metricsAddress: MetricsEndpoint.Address?
         do {
             metricsAddress = try settings.optional(Settings.metricsAddress, self.metricsAddress).map { try MetricsEndpoint.Address($0) }
         } catch let error as CLIError {
             throw error
         } catch {
-            throw CLIError.usage("--metrics-address: \(error)")
+            throw CLIError.usage("--\(Settings.metricsAddress.name): \(error)")
         }
         let connectTimeout = try settings.value(Settings.connectTimeout, connectTimeout)
         let stallTimeout = try settings.value(Settings.stallTimeout, stallTimeout)

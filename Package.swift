@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Layers, each its own module; dependencies point down:
-//   bucketfs (CLI) -> FuseBridge -> FSCore -> StorageKit -> Transport
+//   bucketfs -> BucketFSCLI (the command line) -> FuseBridge -> FSCore -> StorageKit -> Transport
 //   CFuse and CCurl are the C interop: only FuseBridge imports CFuse, only
 //   Transport imports CCurl.
 let package = Package(
@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        // FilePath, which swift-configuration's FileProvider takes.
+        .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -68,8 +70,10 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
-        .executableTarget(
-            name: "bucketfs",
+        // The command line: its commands and the settings model, a library so
+        // CLITests can test them without a mount; `bucketfs` only calls it.
+        .target(
+            name: "BucketFSCLI",
             dependencies: [
                 "StorageKit",
                 "FSCore",
@@ -82,8 +86,10 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        .executableTarget(name: "bucketfs", dependencies: ["BucketFSCLI"]),
         // <sys/xattr.h> for tests that call the xattr syscalls themselves.
         .systemLibrary(name: "CXattr", path: "Tests/CXattr"),
         .testTarget(name: "TransportTests", dependencies: ["Transport"]),
@@ -92,6 +98,7 @@ let package = Package(
             name: "FuseBridgeTests",
             dependencies: ["FuseBridge", "FSCore", "CXattr", .product(name: "Logging", package: "swift-log")]
         ),
+        .testTarget(name: "CLITests", dependencies: ["BucketFSCLI", "StorageKit"]),
         .testTarget(name: "MountTests", dependencies: ["StorageKit", "Transport", "FSCore", "CXattr"]),
         .testTarget(
             name: "StorageKitTests",

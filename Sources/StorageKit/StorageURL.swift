@@ -116,3 +116,14 @@ struct StorageURL: Sendable, Equatable {
         .invalidArgument("\(url) is not a storage URL: \(why)")
     }
 }
+
+extension Storage {
+    /// The bucket and normalised object path ("" for the root) that a
+    /// `gs://` or https URL names, parsed as `reference(validatingURL:)`
+    /// parses it, for callers that need them before there is a `Storage`
+    /// (the command line checks its arguments before it connects).
+    public static func location(ofURL url: String) throws(StorageError) -> (bucket: String, path: String) {
+        let parsed = try StorageURL.parse(url)
+        return (parsed.bucket, parsed.path)
+    }
+}

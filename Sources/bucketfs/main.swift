@@ -1,3 +1,5 @@
-// Entry point; the commands live in other files (callbacks must never be
+// The executable only calls into BucketFSCLI (callbacks must never be
 // defined here: top-level code in main.swift is @MainActor).
-await BucketFS.run(arguments: Array(ArgumentRewriting.rewrite(CommandLine.arguments).dropFirst()))
+import BucketFSCLI
+
+await BucketFSMain.run()

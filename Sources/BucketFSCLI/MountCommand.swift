@@ -45,7 +45,7 @@ struct MountCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            try await mount()
+            try await mount(environment: ProcessInfo.processInfo.environment)
         } catch let error as CLIError {
             if let fd = process.readyFD { ReadyPipe.report(fd: fd, code: error.exitCode, message: error.description) }
             eprint("bucketfs: \(error)")
@@ -53,8 +53,20 @@ struct MountCommand: AsyncParsableCommand {
         }
     }
 
-    private func mount() async throws {
-        let target = try BucketURL(bucket)
+    /// Every setting from the command line, -o, the environment and the config file.
+    func resolveSettings(environment: [String: String]) async throws(CLIError) -> SettingsResolver {
+        try await SettingsResolver(mountOptions: filesystem.o, givenConfig: process.config, environment: environment)
+    }
+
+    private func mount(environment: [String: String]) async throws {
+        let target = try MountTarget(bucket)
+        let settings = try await resolveSettings(environment: environment)
+        let process = try self.process.resolve(settings)
+        let storageOptions = try self.storageOptions.resolved(settings)
+        let allowOther = try settings.flag(Settings.allowOther, filesystem.allowOther)
+        let retryPending = try settings.flag(Settings.retryPending, filesystem.retryPending)
+        let kernelReadAheadKiB = try filesystem.kernelReadAhead(settings)
+        var options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket, settings, home: environment["HOME"])
         guard FileManager.default.fileExists(atPath: mountpoint) else {
             throw CLIError.bucket("mountpoint \(mountpoint) does not exist", exitCode: 5)
         }
@@ -64,7 +76,7 @@ struct MountCommand: AsyncParsableCommand {
         }
         try LogSetup.bootstrap(level: process.logLevel, path: process.logFile, format: process.logFormat)
         let logger = Logger(label: "bucketfs")
-        let transport = HTTPTransport(configuration: process.transportConfiguration, logger: Logger(label: "bucketfs.transport"))
+        let transport = HTTPTransport(configuration: process.transport, logger: Logger(label: "bucketfs.transport"))
         var configuration = try storageOptions.configuration(transport: transport)
         let credentials = configuration.credentials
         logger.info("credentials", metadata: [
@@ -77,69 +89,57 @@ struct MountCommand: AsyncParsableCommand {
         try await Preflight.check(storage: storage, prefix: target.prefix, endpoint: configuration.endpoint, logger: logger)
 
         // Before the layers make their metric objects.
-        let metrics = try process.metricsAddress.map { try MetricsEndpoint(address: try MetricsEndpoint.Address($0)) }
-        var options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket)
+        let metrics = try process.metricsAddress.map { try MetricsEndpoint(address: $0) }
         options.streamChunkSize = configuration.uploadChunkSize
+        // mountOptions always sets it; MountOptions has it optional for FSCore's tests.
+        guard let cacheDirectory = options.cacheDirectory else { throw CLIError.usage("no cache directory") }
+        try FilesystemFlags.createCacheDirectory(cacheDirectory)
         let store = StorageKitObjectStore(storage: storage)
-        let recovery = RecoveryFolder(cacheDirectory: options.cacheDirectory!, bucket: target.bucket, logger: logger)
+        let recovery = RecoveryFolder(cacheDirectory: cacheDirectory, bucket: target.bucket, logger: logger)
         // Unsaved writes a killed mount left in staging/ join the recovery
         // folder first, so they are reported and retried with the rest.
         RecoveryFolder.adoptLeftovers(
-            staging: RecoveryFolder.stagingDirectory(cacheDirectory: options.cacheDirectory!), recovery: recovery, logger: logger)
-        await PendingUploads.handle(recovery, store: store, retry: filesystem.retryPending, logger: logger)
+            staging: RecoveryFolder.stagingDirectory(cacheDirectory: cacheDirectory), recovery: recovery, logger: logger)
+        await PendingUploads.handle(recovery, store: store, retry: retryPending, logger: logger)
         let fs = FileSystem(
             store: store, options: options, logger: Logger(label: "bucketfs.fs"),
             descriptors: ProcDescriptorProbe(mountpoint: mountpoint))
         try await metrics?.start(filesystem: fs, logger: logger)
-        if filesystem.retryPending, fs.retryRecoveryEntriesInBackground() > 0 {
+        if retryPending, fs.retryRecoveryEntriesInBackground() > 0 {
             logger.notice("pending files that could not be uploaded yet are retried in the background while mounted")
         }
         let description = MountDescription(
             mountpoint: MountWatch.absolute(mountpoint), bucket: target.bucket, prefix: target.prefix,
-            readOnly: options.readOnly, cacheDirectory: options.cacheDirectory!, settings: settings(options),
+            readOnly: options.readOnly, cacheDirectory: cacheDirectory, settings: settings.effective,
             credentials: { credentials.identity })
         try await MountRunner(
             filesystem: fs, description: description, mountpoint: mountpoint,
-            fuseOptions: filesystem.fuseOptions(bucketURL: target.description),
+            fuseOptions: FilesystemFlags.fuseOptions(
+                settings.fuseOptions, bucketURL: target.description, allowOther: allowOther, readOnly: options.readOnly),
             // libfuse's own request trace (-d) is plain text on stderr: only
             // with the text format.
-            debug: process.logLevel == .trace && process.logFormat == .text, readyFD: process.readyFD, logger: logger,
-            kernelReadAheadKiB: filesystem.kernelReadAheadKiB > 0 ? filesystem.kernelReadAheadKiB : nil
+            debug: process.logLevel == .trace && process.logFormat == .text, readyFD: self.process.readyFD, logger: logger,
+            kernelReadAheadKiB: kernelReadAheadKiB > 0 ? kernelReadAheadKiB : nil
         ).run()
     }
 }
 
-extension MountCommand {
-    /// The options in effect, as `bucketfs status` shows them (no secrets:
-    /// credentials are files, and their paths are not listed).
-    func settings(_ options: MountOptions) -> [String: String] {
-        [
-            "stat-ttl": "\(options.statTTL)", "negative-ttl": "\(options.negativeTTL)",
-            "cache-size": "\(options.cacheSize >> 20)", "read-ahead-budget": "\(options.readAheadBudget >> 20)",
-            "upload-chunk-size": "\(process.uploadChunkMiB)", "upload-retry-time": "\(options.uploadRetryWindow)",
-            "recovery-retry-interval": "\(options.recoveryRetryInterval)",
-            "file-mode": String(options.fileMode, radix: 8), "dir-mode": String(options.dirMode, radix: 8),
-            "uid": "\(options.uid)", "gid": "\(options.gid)", "read-only": "\(options.readOnly)",
-            "retry-max-time": "\(process.retryMaxTime)", "log-level": "\(process.logLevel)",
-            "config": process.config ?? "",
-        ]
-    }
-}
-
-/// `gs://bucket/prefix` or `bucket` (as /etc/fstab names it).
-struct BucketURL: CustomStringConvertible {
+/// What `mount` mounts: `gs://bucket[/prefix]`, or `bucket[/prefix]` as
+/// /etc/fstab may name it, parsed by StorageKit like every gs:// URL.
+struct MountTarget: CustomStringConvertible {
     let bucket: String
     /// "" or a prefix ending in "/".
     let prefix: String
 
-    init(_ text: String) throws {
-        var rest = Substring(text)
-        if rest.hasPrefix("gs://") { rest = rest.dropFirst(5) }
-        let parts = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let name = parts.first, !name.isEmpty else { throw CLIError.usage("\(text) names no bucket") }
-        bucket = String(name)
-        let path = parts.count > 1 ? parts[1].split(separator: "/").joined(separator: "/") : ""
-        prefix = path.isEmpty ? "" : path + "/"
+    init(_ text: String) throws(CLIError) {
+        let url = text.contains("://") ? text : "gs://" + text
+        do {
+            let location = try Storage.location(ofURL: url)
+            bucket = location.bucket
+            prefix = location.path.isEmpty ? "" : location.path + "/"
+        } catch {
+            throw CLIError.usage("\(text): \(error)")
+        }
     }
 
     var description: String { "gs://\(bucket)/\(prefix)" }

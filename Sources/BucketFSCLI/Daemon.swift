@@ -10,7 +10,7 @@ enum Daemon {
         let (readEnd, writeEnd) = try readyPipe()
         closeInheritedDescriptors(except: [readEnd, writeEnd])
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let arguments = ArgumentRewriting.rewrite(CommandLine.arguments) + ["--foreground", "--ready-fd", "3"]
+        let arguments = CommandLine.arguments + ["--" + Settings.foreground.name, "--" + Settings.readyFD.name, "3"]
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

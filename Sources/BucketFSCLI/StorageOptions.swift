@@ -10,51 +10,73 @@ import Transport
 /// Firebase Auth sign-in speaks the Firebase Storage REST API (v0) as that
 /// user, where the bucket's Security Rules decide.
 struct StorageOptions: ParsableArguments {
-    @Option(help: ArgumentHelp(
-        "Storage endpoint, e.g. http://127.0.0.1:9023 for an emulator.",
-        discussion: "Default: STORAGE_EMULATOR_HOST when set, else https://storage.googleapis.com; with a Firebase sign-in FIREBASE_STORAGE_EMULATOR_HOST, else https://firebasestorage.googleapis.com."))
+    @Option(name: Settings.endpoint.long, help: Settings.endpoint.argumentHelp)
     var endpoint: String?
 
-    @Option(name: .customLong("key-file"), help: ArgumentHelp(
-        "Google credentials JSON file: a service-account key, or an authorized_user, external_account or impersonated_service_account file.",
-        discussion: "Default: Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS, then gcloud's application_default_credentials.json, then the metadata server."))
+    @Option(name: Settings.keyFile.long, help: Settings.keyFile.argumentHelp)
     var keyFile: String?
 
-    @Option(name: .customLong("impersonate-service-account"), help: "Act as this service account (EMAIL), with tokens the IAM Credentials API mints for the credentials chosen otherwise.")
+    @Option(name: Settings.impersonateServiceAccount.long, help: Settings.impersonateServiceAccount.argumentHelp)
     var impersonateServiceAccount: String?
 
-    @Option(name: .customLong("iam-endpoint"), help: "The IAM Credentials API for --impersonate-service-account (default: https://iamcredentials.googleapis.com).")
+    @Option(name: Settings.iamEndpoint.long, help: Settings.iamEndpoint.argumentHelp)
     var iamEndpoint: String?
 
-    @Option(name: .customLong("billing-project"), help: "Project billed for requests to a requester-pays bucket (sent as userProject).")
+    @Option(name: Settings.billingProject.long, help: Settings.billingProject.argumentHelp)
     var billingProject: String?
 
-    @Option(name: .customLong("token-file"), help: "File holding an OAuth2 access token (re-read when it changes).")
+    @Option(name: Settings.tokenFile.long, help: Settings.tokenFile.argumentHelp)
     var tokenFile: String?
 
-    @Flag(help: "Send no credentials (public buckets, emulators).")
+    @Flag(name: Settings.anonymous.long, help: Settings.anonymous.argumentHelp)
     var anonymous = false
 
-    @Option(name: .customLong("firebase-api-key"), help: "The Firebase app's Web API key, for a Firebase sign-in (default: apiKey of FIREBASE_CONFIG, the app's configuration as JSON or a file).")
+    @Option(name: Settings.firebaseAPIKey.long, help: Settings.firebaseAPIKey.argumentHelp)
     var firebaseAPIKey: String?
 
-    @Option(name: .customLong("firebase-email"), help: "Sign in to Firebase Auth with this email (and --firebase-password-file): requests go through the Firebase Storage REST API as that user, under the bucket's Security Rules.")
+    @Option(name: Settings.firebaseEmail.long, help: Settings.firebaseEmail.argumentHelp)
     var firebaseEmail: String?
 
-    @Option(name: .customLong("firebase-password-file"), help: "File holding the password of --firebase-email.")
+    @Option(name: Settings.firebasePasswordFile.long, help: Settings.firebasePasswordFile.argumentHelp)
     var firebasePasswordFile: String?
 
-    @Option(name: .customLong("firebase-refresh-token-file"), help: "Sign in to Firebase Auth with the refresh token in this file (kept from an earlier sign-in).")
+    @Option(name: Settings.firebaseRefreshTokenFile.long, help: Settings.firebaseRefreshTokenFile.argumentHelp)
     var firebaseRefreshTokenFile: String?
 
-    @Option(name: .customLong("firebase-custom-token-file"), help: "Sign in to Firebase Auth with the custom token in this file (minted by the app's server).")
+    @Option(name: Settings.firebaseCustomTokenFile.long, help: Settings.firebaseCustomTokenFile.argumentHelp)
     var firebaseCustomTokenFile: String?
 
-    @Flag(name: .customLong("firebase-anonymous"), help: "Sign in to Firebase Auth as a new anonymous user.")
+    @Flag(name: Settings.firebaseAnonymous.long, help: Settings.firebaseAnonymous.argumentHelp)
     var firebaseAnonymous = false
 
-    @Option(name: .customLong("firebase-auth-emulator"), help: "host:port of the Firebase Auth emulator (default: FIREBASE_AUTH_EMULATOR_HOST; else Firebase Auth itself).")
+    @Option(name: Settings.firebaseAuthEmulator.long, help: Settings.firebaseAuthEmulator.argumentHelp)
     var firebaseAuthEmulator: String?
+
+    /// These options with what the mount's other sources (-o, BUCKETFS_*
+    /// variables, the config file) add, checked like the command line's.
+    func resolved(_ settings: SettingsResolver) throws -> StorageOptions {
+        var options = self
+        options.endpoint = try settings.optional(Settings.endpoint, endpoint)
+        options.keyFile = try settings.optional(Settings.keyFile, keyFile)
+        options.impersonateServiceAccount = try settings.optional(Settings.impersonateServiceAccount, impersonateServiceAccount)
+        options.iamEndpoint = try settings.optional(Settings.iamEndpoint, iamEndpoint)
+        options.billingProject = try settings.optional(Settings.billingProject, billingProject)
+        options.tokenFile = try settings.optional(Settings.tokenFile, tokenFile)
+        options.anonymous = try settings.flag(Settings.anonymous, anonymous)
+        options.firebaseAPIKey = try settings.optional(Settings.firebaseAPIKey, firebaseAPIKey)
+        options.firebaseEmail = try settings.optional(Settings.firebaseEmail, firebaseEmail)
+        options.firebasePasswordFile = try settings.optional(Settings.firebasePasswordFile, firebasePasswordFile)
+        options.firebaseRefreshTokenFile = try settings.optional(Settings.firebaseRefreshTokenFile, firebaseRefreshTokenFile)
+        options.firebaseCustomTokenFile = try settings.optional(Settings.firebaseCustomTokenFile, firebaseCustomTokenFile)
+        options.firebaseAnonymous = try settings.flag(Settings.firebaseAnonymous, firebaseAnonymous)
+        options.firebaseAuthEmulator = try settings.optional(Settings.firebaseAuthEmulator, firebaseAuthEmulator)
+        do {
+            try options.validate()
+        } catch let error as ValidationError {
+            throw CLIError.usage(error.message)
+        }
+        return options
+    }
 
     /// How many Firebase sign-ins were asked for.
     private var firebaseMethods: Int {

@@ -14,7 +14,7 @@ struct TransferOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Go on with an upload of the same file to the same object that Ctrl-C interrupted (default), or start over.")
     var resume = true
 
-    @Option(name: .customLong("stall-timeout"), help: "Seconds without progress before a request is abandoned and resumed or retried.")
+    @Option(name: Settings.stallTimeout.long, help: "Seconds without progress before a request is abandoned and resumed or retried.")
     var stallTimeout: Double = 30
 
     func validate() throws {

@@ -17,7 +17,7 @@ enum MountOptionParsing {
     ]
 
     struct Sorted: Equatable {
-        /// bucketfs options as long-option names ("stat-ttl") and values.
+        /// bucketfs options as long-option names (with dashes) and values.
         var own: [(String, String?)] = []
         var fuse: [String] = []
         var unknown: [String] = []

@@ -1,0 +1,46 @@
+import Foundation
+import ArgumentParser
+
+struct BucketFS: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bucketfs",
+        abstract: "Mount a Cloud Storage bucket as a filesystem.",
+        subcommands: [
+            MountCommand.self, UnmountCommand.self, ListCommand.self, PutCommand.self, GetCommand.self, CopyCommand.self,
+            StatusCommand.self, PrintOptionTableCommand.self,
+        ],
+        // mount(8) runs `bucketfs BUCKET MOUNTPOINT -o opts`: no subcommand.
+        defaultSubcommand: MountCommand.self
+    )
+}
+
+/// The entry point of the `bucketfs` executable.
+public enum BucketFSMain {
+    /// Parses the process's arguments and runs the chosen command, awaiting
+    /// async ones; exits with the command's code. (An explicit async entry
+    /// point: main.swift cannot use @main.)
+    public static func run() async -> Never {
+        do {
+            var command = try BucketFS.parseAsRoot(Array(CommandLine.arguments.dropFirst()))
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            BucketFS.exit()
+        } catch {
+            BucketFS.exit(withError: error)
+        }
+    }
+}
+
+/// `bucketfs print-option-table`: the option table of docs/mounting.md,
+/// generated from `Settings` (CLITests checks the page against it).
+struct PrintOptionTableCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "print-option-table", abstract: "Print the Markdown table of mount's options.", shouldDisplay: false)
+
+    func run() {
+        print(OptionTable.markdown(), terminator: "")
+    }
+}

@@ -1,0 +1,142 @@
+import Logging
+
+/// Every setting of `bucketfs mount`; the only place their names are
+/// written. `StorageOptions`, `FilesystemFlags` and `ProcessFlags` declare
+/// their options with these, and `all` (in this order) is the docs' table.
+enum Settings {
+    // Bucket and credentials (also the options of ls, cp, put and get).
+    static let endpoint = Setting<String>(
+        "endpoint", "URL", defaultText: "STORAGE_EMULATOR_HOST, else https://storage.googleapis.com", inStatus: false,
+        help: "Storage endpoint, e.g. http://127.0.0.1:9023 for an emulator; with a Firebase sign-in the default is FIREBASE_STORAGE_EMULATOR_HOST, else https://firebasestorage.googleapis.com.")
+    static let keyFile = Setting<String>(
+        "key-file", "FILE", defaultText: "Application Default Credentials", inStatus: false,
+        help: "Google credentials JSON file: a service-account key, or an authorized_user, external_account or impersonated_service_account file. Without it: GOOGLE_APPLICATION_CREDENTIALS, then gcloud's application_default_credentials.json, then the metadata server.")
+    static let impersonateServiceAccount = Setting<String>(
+        "impersonate-service-account", "EMAIL", inStatus: false,
+        help: "Act as this service account, with tokens the IAM Credentials API mints for the credentials chosen otherwise.")
+    static let iamEndpoint = Setting<String>(
+        "iam-endpoint", "URL", defaultText: "https://iamcredentials.googleapis.com", inStatus: false,
+        help: "The IAM Credentials API for --impersonate-service-account.")
+    static let billingProject = Setting<String>(
+        "billing-project", "PROJECT", inStatus: false,
+        help: "Project billed for requests to a requester-pays bucket (sent as userProject).")
+    static let tokenFile = Setting<String>(
+        "token-file", "FILE", inStatus: false, help: "File holding an OAuth2 access token (re-read when it changes).")
+    static let anonymous = Setting<Bool>("anonymous", inStatus: false, help: "Send no credentials (public buckets, emulators).")
+    static let firebaseAPIKey = Setting<String>(
+        "firebase-api-key", "KEY", defaultText: "apiKey of FIREBASE_CONFIG", inStatus: false,
+        help: "The Firebase app's Web API key, for a Firebase sign-in (FIREBASE_CONFIG: the app's configuration as JSON or a file).")
+    static let firebaseEmail = Setting<String>(
+        "firebase-email", "EMAIL", inStatus: false,
+        help: "Sign in to Firebase Auth with this email (and --firebase-password-file): requests go through the Firebase Storage REST API as that user, under the bucket's Security Rules.")
+    static let firebasePasswordFile = Setting<String>(
+        "firebase-password-file", "FILE", inStatus: false, help: "File holding the password of --firebase-email.")
+    static let firebaseRefreshTokenFile = Setting<String>(
+        "firebase-refresh-token-file", "FILE", inStatus: false,
+        help: "Sign in to Firebase Auth with the refresh token in this file (kept from an earlier sign-in).")
+    static let firebaseCustomTokenFile = Setting<String>(
+        "firebase-custom-token-file", "FILE", inStatus: false,
+        help: "Sign in to Firebase Auth with the custom token in this file (minted by the app's server).")
+    static let firebaseAnonymous = Setting<Bool>(
+        "firebase-anonymous", inStatus: false, help: "Sign in to Firebase Auth as a new anonymous user.")
+    static let firebaseAuthEmulator = Setting<String>(
+        "firebase-auth-emulator", "HOST:PORT", defaultText: "FIREBASE_AUTH_EMULATOR_HOST, else Firebase Auth itself", inStatus: false,
+        help: "The Firebase Auth emulator.")
+
+    // Filesystem.
+    static let readOnly = Setting<Bool>("read-only", help: "Refuse every change with EROFS.")
+    static let cacheDir = Setting<String>(
+        "cache-dir", "DIR", defaultText: "~/.cache/bucketfs/BUCKET",
+        help: "Directory for the block cache, staged writes and the recovery folder.")
+    static let retryPending = Setting<Bool>(
+        "retry-pending",
+        help: "Before mounting, upload the files a failed upload left in CACHE-DIR/recovery/BUCKET (each with the precondition it had); those that still fail are retried in the background while mounted.")
+    static let uploadRetryTime = Setting<Double>(
+        "upload-retry-time", "S", default: 120,
+        help: "Seconds close and fsync keep retrying an upload that fails for a transient reason (outage, 5xx, 429) before they return EIO and keep the bytes in the recovery folder.")
+    static let recoveryRetryInterval = Setting<Double>(
+        "recovery-retry-interval", "S", default: 10,
+        help: "Seconds before the recovery folder's entries of this mount are uploaded again in the background (doubling up to 300 s while they fail; 0: never, wait for --retry-pending).")
+    static let cacheSize = Setting<Int>("cache-size", "MiB", default: 1024, help: "Upper bound of the block cache on disk, in MiB.")
+    static let readAheadBudget = Setting<Int>(
+        "read-ahead-budget", "MiB", default: 256, help: "Memory all read-ahead buffers may use together, in MiB.")
+    static let kernelReadAhead = Setting<Int>(
+        "kernel-read-ahead", "KiB", default: 16384,
+        help: "The kernel's read-ahead window for this mount, in KiB (0: keep the kernel's 128 KiB); needs root. Larger windows let the kernel ask for several 1 MiB reads at once.")
+    static let statTTL = Setting<Double>(
+        "stat-ttl", "S", default: 60, help: "Seconds file attributes and listings are trusted (0: always ask the bucket).")
+    static let negativeTTL = Setting<Double>(
+        "negative-ttl", "S", default: 5, help: "Seconds a name found missing is trusted to stay missing.")
+    static let uid = Setting<UInt32>(
+        "uid", "UID", defaultText: "the mounting user", help: "Owner of files without goog-reserved-posix-uid metadata.")
+    static let gid = Setting<UInt32>(
+        "gid", "GID", defaultText: "the mounting user's group", help: "Group of files without goog-reserved-posix-gid metadata.")
+    static let fileMode = Setting<String>(
+        "file-mode", "MODE", default: "0644", help: "Octal permissions of files without goog-reserved-posix-mode.")
+    static let dirMode = Setting<String>("dir-mode", "MODE", default: "0755", help: "Octal permissions of directories.")
+    static let allowOther = Setting<Bool>(
+        "allow-other", help: "Let other users see the mount (needs user_allow_other in /etc/fuse.conf unless root).")
+    static let renameCopyLimit = Setting<Int>(
+        "rename-copy-limit", "MiB", default: 64,
+        help: "With a Firebase sign-in (no server-side copy), rename copies files up to this many MiB through bucketfs; larger files and directories are EXDEV (mv then copies and deletes).")
+    static let listingStatWidth = Setting<Int>(
+        "listing-stat-width", default: 16, hidden: true, help: "Attribute lookups one listing may run at once.")
+
+    // Process.
+    static let foreground = Setting<Bool>(
+        "foreground", from: .mountOption, inStatus: false,
+        help: "Stay attached to the terminal instead of running in the background.")
+    static let logLevel = Setting<Logger.Level>(
+        "log-level", "LEVEL", default: .info, help: "trace, debug, info, notice, warning, error or critical.")
+    static let logFormat = Setting<LogFormat>(
+        "log-format", "FORMAT", default: .text,
+        help: "text (one line per event) or json (one object per line: time, level, label, message, and the event's fields: operation, path, errno, request id…).")
+    static let metricsAddress = Setting<String>(
+        "metrics-address", "HOST:PORT", defaultText: "off",
+        help: "Serve Prometheus metrics on http://HOST:PORT/metrics (e.g. 127.0.0.1:9464; [::1]:9464 for IPv6).")
+    static let logFile = Setting<String>(
+        "log-file", "FILE", defaultText: "standard error; nowhere once in the background", help: "Append log lines to this file.")
+    static let connectTimeout = Setting<Double>("connect-timeout", "S", default: 10, help: "Seconds to establish a connection.")
+    static let stallTimeout = Setting<Double>(
+        "stall-timeout", "S", default: 30, help: "Seconds without progress before a transfer is abandoned and retried.")
+    static let uploadChunkSize = Setting<Int>(
+        "upload-chunk-size", "MiB", default: 64,
+        help: "Size of each request of a resumable upload, in MiB, 1 to 1024 (files written in order also start uploading once they hold this much).")
+    static let retryAttempts = Setting<Int>(
+        "retry-attempts", "N", default: 20,
+        help: "Attempts per request at most (1: no retries); --retry-max-time usually ends retries first.")
+    static let retryMaxTime = Setting<Double>(
+        "retry-max-time", "S", default: 60,
+        help: "Seconds a request may spend retrying before it fails (EIO); each request has its own backoff, from 0.1 s doubling to 16 s.")
+    /// Also `$BUCKETFS_CONFIG`; a file cannot name another.
+    static let config = Setting<String>(
+        "config", "FILE", defaultText: "$BUCKETFS_CONFIG, else ~/.config/bucketfs/config.json or /etc/bucketfs/config.json if present",
+        from: [.mountOption, .environment],
+        help: "A JSON config file of mount options (keys: the long option names; \"fuse-options\" for -o). Precedence: the command line, then BUCKETFS_* variables, then the file.")
+    /// The pipe a background mount's child reports readiness on (Daemon).
+    static let readyFD = Setting<Int32>("ready-fd", from: .commandLineOnly, hidden: true, inStatus: false, help: "")
+
+    /// libfuse's own options in the config file or `BUCKETFS_FUSE_OPTIONS`
+    /// (on the command line they are `-o`): a list, or one comma-separated string.
+    static let fuseOptionsKey = "fuse-options"
+
+    static let all: [any AnySetting] = [
+        endpoint, keyFile, impersonateServiceAccount, iamEndpoint, billingProject, tokenFile, anonymous,
+        firebaseAPIKey, firebaseEmail, firebasePasswordFile, firebaseRefreshTokenFile, firebaseCustomTokenFile,
+        firebaseAnonymous, firebaseAuthEmulator,
+        readOnly, cacheDir, retryPending, uploadRetryTime, recoveryRetryInterval, cacheSize, readAheadBudget,
+        kernelReadAhead, statTTL, negativeTTL, uid, gid, fileMode, dirMode, allowOther, renameCopyLimit, listingStatWidth,
+        foreground, logLevel, logFormat, metricsAddress, logFile, connectTimeout, stallTimeout, uploadChunkSize,
+        retryAttempts, retryMaxTime, config, readyFD,
+    ]
+
+    static func named(_ name: String) -> (any AnySetting)? { all.first { $0.name == name } }
+
+    /// Names `-o name=value` may set.
+    static var mountOptionNames: Set<String> { Set(all.filter { $0.origins.contains(.mountOption) }.map(\.name)) }
+
+    /// Keys a config file may hold.
+    static var configFileKeys: Set<String> {
+        Set(all.filter { $0.origins.contains(.configFile) }.map(\.name)).union([fuseOptionsKey])
+    }
+}

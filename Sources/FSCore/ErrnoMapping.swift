@@ -52,3 +52,12 @@ extension FSError {
         self.init(error.errno, "\(context): \(error)")
     }
 }
+
+extension FSError {
+    /// A wait the caller gave up on (the kernel interrupted the request:
+    /// Ctrl-C on a process blocked in close or fsync). EINTR, as for a
+    /// cancelled store request: the work waited for goes on.
+    static func interrupted(_ context: String) -> FSError {
+        FSError(StoreError.cancelled, context)
+    }
+}

@@ -143,7 +143,9 @@ extension FileSystem {
 
     /// Uploads `staged` if it is dirty. Uploads of one file never overlap:
     /// a flush that finds one in flight waits for it, then uploads again
-    /// only if writes came after its snapshot.
+    /// only if writes came after its snapshot. The upload is the file's,
+    /// not the caller's: a cancelled caller stops waiting (EINTR), the
+    /// upload does not stop.
     func upload(_ staged: StagedFile, inode: UInt64, reason: String) async throws(FSError) {
         while true {
             let (task, mine) = staged.state.withLock { s -> (Task<Result<Void, FSError>, Never>?, Bool) in
@@ -154,7 +156,12 @@ extension FileSystem {
                 return (task, true)
             }
             guard let task else { return }
-            let result = await task.value
+            // An interrupted close or fsync answers EINTR at once; the
+            // upload goes on (and, past its window, leaves the bytes in the
+            // recovery folder), so the interruption loses nothing.
+            guard let result = await interruptibleValue(of: task) else {
+                throw FSError.interrupted("\(reason) of inode \(inode) while its upload goes on")
+            }
             // Someone else's upload failing fails ours too (same bytes); if
             // it succeeded, look again: writes may have come after it.
             if case .failure(let error) = result { throw error }

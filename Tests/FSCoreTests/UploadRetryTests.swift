@@ -90,6 +90,42 @@ import Testing
         #expect(try await h.lookup("late.bin").attributes.size == Int64(content.count))
     }
 
+    /// Ctrl-C on a process blocked in close during an outage: the kernel
+    /// interrupts the flush, which FuseBridge turns into cancelling its
+    /// Task. The close answers EINTR within a second; the upload is not
+    /// cancelled, and stores the bytes once the store answers again.
+    @Test func anInterruptedCloseAnswersEINTRWhileTheUploadGoesOn() async throws {
+        let cache = temporaryDirectory("retry")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: options(cache, window: 8))
+        let down = Atomic<Bool>(true)
+        h.store.setFaultHook { operation, _ in
+            operation == .put && down.load(ordering: .relaxed) ? .unavailable("endpoint unreachable") : nil
+        }
+        let content = bytes(80_000, seed: 9)
+        let (inode, handle) = try await write(h, "interrupted.bin", content)
+        let close = Task { () async -> Int32? in
+            do {
+                try await h.fs.flush(inode, handle: handle)
+                return nil
+            } catch let error as FSError {
+                return error.errno
+            } catch {
+                return -1
+            }
+        }
+        #expect(try await eventually(10) { h.store.requestCount(.put) >= 1 }, "the close is waiting for its failing upload")
+        let interrupted = ContinuousClock.now
+        close.cancel()
+        #expect(await close.value == EINTR)
+        #expect(ContinuousClock.now - interrupted < .seconds(1), "the interrupted close answered at once")
+
+        down.store(false, ordering: .relaxed)
+        #expect(try await eventually(8) { (try? await h.download("interrupted.bin")) == content }, "the upload went on after the interruption")
+        try await h.fs.release(inode, handle: handle)
+        #expect(RecoveryFolder(cacheDirectory: cache, bucket: "b", logger: .init(label: "t")).pending().isEmpty)
+    }
+
     @Test func theBackgroundRetryNeverOverwritesANewerObject() async throws {
         let cache = temporaryDirectory("retry")
         defer { removeDirectory(cache) }

@@ -185,15 +185,14 @@ extension FileSystem {
             let cause: StoreError = error.errno == ESTALE ? .preconditionFailed(error.message) : .other(error.message)
             return .failure(await uploadFailed(staged, path: path, version: snapshot.version, options: options, cause, reason))
         }
+        let plan = ObjectUploader.Plan(
+            name: name, localPath: staged.file.path, options: options, size: snapshot.size,
+            stream: await takeStream(staged), streamCarriesContent: snapshot.sequentialEnd == snapshot.size, reason: reason)
         let info: ObjectInfo
-        if let streamed = await finishStream(staged, snapshot, name: name, metadata: options.customMetadata) {
-            info = streamed
-        } else {
-            do {
-                info = try await putPatiently(name, from: staged.file.path, options: options, reason: reason)
-            } catch {
-                return .failure(await uploadFailed(staged, path: path, version: snapshot.version, options: options, error, reason))
-            }
+        switch await uploader.upload(plan) {
+        case .success(let stored): info = stored
+        case .failure(let error):
+            return .failure(await uploadFailed(staged, path: path, version: snapshot.version, options: options, error, reason))
         }
         staged.uploaded(version: snapshot.version, info: info, sentMetadata: snapshot.pendingMetadata)
         // Clean now: nothing left for a journal to rescue. Removed under
@@ -212,44 +211,10 @@ extension FileSystem {
         return .success(())
     }
 
-    /// `store.put`, attempted again while it fails for a transient reason
-    /// (the store's own retries are spent: an outage, not a blip) until
-    /// `uploadRetryWindow` has passed since the first attempt. Every failed
-    /// attempt is logged at warning, so an outage shows in the log while it
-    /// lasts; the caller (close, fsync) waits meanwhile. The precondition
-    /// stays the same throughout, so an attempt whose answer was lost but
-    /// that did store the object fails the next one with 412 (ESTALE)
-    /// rather than storing it twice.
-    private func putPatiently(_ name: String, from path: String, options: PutOptions, reason: String) async throws(StoreError) -> ObjectInfo {
-        let window = Duration(seconds: self.options.uploadRetryWindow)
-        let started = ContinuousClock.now
-        var wait = Self.uploadRetryFirstWait
-        var attempt = 1
-        while true {
-            do {
-                return try await store.put(name, from: path, options: options)
-            } catch where error.isTransient {
-                let elapsed = ContinuousClock.now - started
-                guard elapsed + wait < window else { throw error }
-                logger.warning("upload failing; retrying", metadata: [
-                    "object": "\(name)", "on": "\(reason)", "attempt": "\(attempt)",
-                    "failing for": "\(Int(elapsed.seconds)) s", "gives up after": "\(Int(window.seconds)) s", "cause": "\(error)",
-                ])
-                do {
-                    try await Task.sleep(for: wait)
-                } catch {
-                    throw StoreError.cancelled
-                }
-                wait = min(wait * 2, Self.uploadRetryMaxWait)
-                attempt += 1
-            }
-        }
+    /// Stores staged bytes as objects (see `ObjectUploader`).
+    var uploader: ObjectUploader {
+        ObjectUploader(store: store, retryWindow: Duration(seconds: options.uploadRetryWindow), logger: logger)
     }
-
-    /// Waits between upload attempts at close: doubling from the first to
-    /// the last (the transport has already waited within each attempt).
-    static let uploadRetryFirstWait: Duration = .milliseconds(500)
-    static let uploadRetryMaxWait: Duration = .seconds(10)
 
     /// What an upload sends besides the bytes: the replaced object's
     /// properties and metadata with the pending changes, and the

@@ -104,7 +104,7 @@ extension FileSystem {
             logger.trace("flush of a new empty file left to the closing process's other descriptor", metadata: ["inode": "\(inode)"])
             return
         }
-        try await upload(staged, inode: inode, reason: "flush")
+        try await upload(staged, inode: inode, reason: "flush", interruptible: true)
     }
 
     /// Every close uploads (no process to ask about its other descriptors).
@@ -114,7 +114,7 @@ extension FileSystem {
 
     public func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError) {
         guard let staged = openFile(handle)?.1 else { return }
-        try await upload(staged, inode: inode, reason: "fsync")
+        try await upload(staged, inode: inode, reason: "fsync", interruptible: true)
     }
 
     public func flushAll() async -> Int {
@@ -144,9 +144,11 @@ extension FileSystem {
     /// Uploads `staged` if it is dirty. Uploads of one file never overlap:
     /// a flush that finds one in flight waits for it, then uploads again
     /// only if writes came after its snapshot. The upload is the file's,
-    /// not the caller's: a cancelled caller stops waiting (EINTR), the
-    /// upload does not stop.
-    func upload(_ staged: StagedFile, inode: UInt64, reason: String) async throws(FSError) {
+    /// not the caller's: an `interruptible` caller (close, fsync: what the
+    /// kernel lets a signal interrupt) that is cancelled stops waiting
+    /// (EINTR); the upload does not stop. The others (release, rename, a
+    /// truncate by path) go on with the uploaded file, so they wait.
+    func upload(_ staged: StagedFile, inode: UInt64, reason: String, interruptible: Bool = false) async throws(FSError) {
         while true {
             let (task, mine) = staged.state.withLock { s -> (Task<Result<Void, FSError>, Never>?, Bool) in
                 if let running = s.upload { return (running, false) }
@@ -159,7 +161,8 @@ extension FileSystem {
             // An interrupted close or fsync answers EINTR at once; the
             // upload goes on (and, past its window, leaves the bytes in the
             // recovery folder), so the interruption loses nothing.
-            guard let result = await interruptibleValue(of: task) else {
+            let answered: Result<Void, FSError>? = if interruptible { await interruptibleValue(of: task) } else { await task.value }
+            guard let result = answered else {
                 throw FSError.interrupted("\(reason) of inode \(inode) while its upload goes on")
             }
             // Someone else's upload failing fails ours too (same bytes); if

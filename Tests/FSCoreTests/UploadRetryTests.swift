@@ -92,12 +92,14 @@ import Testing
 
     /// Ctrl-C on a process blocked in close during an outage: the kernel
     /// interrupts the flush, which FuseBridge turns into cancelling its
-    /// Task. The close answers EINTR within a second; the upload is not
+    /// Task. The close answers EINTR at once (bounded here at 3 s, against
+    /// the 20 s it would wait for its window: the whole suite on two shared
+    /// cores has delayed the answer past a second); the upload is not
     /// cancelled, and stores the bytes once the store answers again.
     @Test func anInterruptedCloseAnswersEINTRWhileTheUploadGoesOn() async throws {
         let cache = temporaryDirectory("retry")
         defer { removeDirectory(cache) }
-        let h = try Harness(options: options(cache, window: 8))
+        let h = try Harness(options: options(cache, window: 20))
         let down = Atomic<Bool>(true)
         h.store.setFaultHook { operation, _ in
             operation == .put && down.load(ordering: .relaxed) ? .unavailable("endpoint unreachable") : nil
@@ -118,10 +120,10 @@ import Testing
         let interrupted = ContinuousClock.now
         close.cancel()
         #expect(await close.value == EINTR)
-        #expect(ContinuousClock.now - interrupted < .seconds(1), "the interrupted close answered at once")
+        #expect(ContinuousClock.now - interrupted < .seconds(3), "the interrupted close answered at once, not at the window's end")
 
         down.store(false, ordering: .relaxed)
-        #expect(try await eventually(8) { (try? await h.download("interrupted.bin")) == content }, "the upload went on after the interruption")
+        #expect(try await eventually(20) { (try? await h.download("interrupted.bin")) == content }, "the upload went on after the interruption")
         try await h.fs.release(inode, handle: handle)
         #expect(RecoveryFolder(cacheDirectory: cache, bucket: "b", logger: .init(label: "t")).pending().isEmpty)
     }

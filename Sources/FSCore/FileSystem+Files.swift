@@ -191,7 +191,9 @@ extension FileSystem {
         }
         guard let (file, staged) = closing else { return }
         file.reader?.close()
-        if let staged {
+        // Only handles attached to the staged file (those without a reader
+        // of their own) count among its handles.
+        if let staged, file.reader == nil {
             let last = staged.state.withLock { s -> Bool in
                 s.handles -= 1
                 return s.handles == 0

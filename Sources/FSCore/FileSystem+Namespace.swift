@@ -29,7 +29,8 @@ extension FileSystem {
     /// burst of server errors costs time, not the file. Already gone
     /// (someone else, or a retried attempt whose answer was lost, deleted
     /// it): done. A file created here and not uploaded yet only stops being
-    /// uploaded.
+    /// uploaded. Descriptors still open on the file keep its bytes
+    /// (`keepOpenContent`).
     public func unlink(parent: UInt64, name: String) async throws(FSError) {
         let path = try existingEntryPath(parent: parent, name: name, "unlink")
         let (kind, staged) = known(path)
@@ -54,14 +55,17 @@ extension FileSystem {
         } else if case .file(let info)? = state.withLock({ $0.stats.lookup(path, now: clock.now) }) {
             generation = info.generation
         }
+        // Descriptors still open on it go on reading and writing it.
+        var kept = staged
         do {
             if generation == nil { generation = try await store.stat(objectName(path)).generation }
+            if let generation { kept = try await keepOpenContent(of: path, staged: staged, generation: generation) }
             try await store.delete(objectName(path), ifGenerationMatch: generation)
         } catch .notFound {
             logger.debug("unlink: already gone", metadata: ["object": "\(objectName(path))"])
         } catch {
             state.withLock { $0.stats.invalidate(path) }
-            staged?.state.withLock { $0.unlinked = false }
+            kept?.state.withLock { $0.unlinked = false }
             throw failure(error, "delete", path)
         }
         touchDirectories(parent)

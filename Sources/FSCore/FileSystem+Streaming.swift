@@ -118,42 +118,14 @@ extension FileSystem {
         }
     }
 
-    /// At upload: finishes the stream if the content is still the one it
-    /// carries, returning the object; nil if there is no usable stream (the
-    /// caller uploads the whole file). Any stream is gone afterwards.
-    func finishStream(_ staged: StagedFile, _ snapshot: StagedFile.State, name: String, metadata: [String: String]) async -> ObjectInfo? {
+    /// At upload: the stream started while the file was written, once its
+    /// start request (if one is in flight) has ended; nil if there is none.
+    /// The uploader finishes or abandons it: the file has no stream after.
+    func takeStream(_ staged: StagedFile) async -> UploadStream? {
         if let starting = staged.state.withLock({ $0.streamStart }) { await starting.value }
-        guard let stream = staged.state.withLock({ s -> UploadStream? in
+        return staged.state.withLock { s -> UploadStream? in
             defer { s.stream = nil }
             return s.stream
-        }) else { return nil }
-        guard snapshot.sequentialEnd == snapshot.size else {
-            await stream.put.abandon()
-            return nil
-        }
-        if let sending = stream.state.withLock({ $0.sending }) { _ = await sending.value }
-        if stream.state.withLock({ $0.failure }) != nil {
-            await stream.put.abandon()
-            return nil
-        }
-        let info: ObjectInfo
-        do {
-            info = try await stream.put.finish(size: snapshot.size)
-        } catch {
-            logger.warning("finishing the streaming upload failed; uploading the whole file", metadata: ["object": "\(name)", "cause": "\(error)"])
-            await stream.put.abandon()
-            return nil
-        }
-        guard metadata != stream.sentMetadata else { return info }
-        var patch = MetadataPatch()
-        patch.customMetadata = metadata
-        for key in stream.sentMetadata.keys where metadata[key] == nil { patch.customMetadata[key] = .some(nil) }
-        do {
-            return try await store.patch(name, patch, ifMetagenerationMatch: info.metageneration)
-        } catch {
-            // The bytes are stored; only the mtime or mode may lag behind.
-            logger.warning("metadata after a streamed upload not updated", metadata: ["object": "\(name)", "cause": "\(error)"])
-            return info
         }
     }
 }

@@ -104,7 +104,7 @@ extension FileSystem {
             logger.trace("flush of a new empty file left to the closing process's other descriptor", metadata: ["inode": "\(inode)"])
             return
         }
-        try await upload(staged, inode: inode, reason: "flush")
+        try await upload(staged, inode: inode, reason: "flush", interruptible: true)
     }
 
     /// Every close uploads (no process to ask about its other descriptors).
@@ -114,7 +114,7 @@ extension FileSystem {
 
     public func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError) {
         guard let staged = openFile(handle)?.1 else { return }
-        try await upload(staged, inode: inode, reason: "fsync")
+        try await upload(staged, inode: inode, reason: "fsync", interruptible: true)
     }
 
     public func flushAll() async -> Int {
@@ -143,8 +143,12 @@ extension FileSystem {
 
     /// Uploads `staged` if it is dirty. Uploads of one file never overlap:
     /// a flush that finds one in flight waits for it, then uploads again
-    /// only if writes came after its snapshot.
-    func upload(_ staged: StagedFile, inode: UInt64, reason: String) async throws(FSError) {
+    /// only if writes came after its snapshot. The upload is the file's,
+    /// not the caller's: an `interruptible` caller (close, fsync: what the
+    /// kernel lets a signal interrupt) that is cancelled stops waiting
+    /// (EINTR); the upload does not stop. The others (release, rename, a
+    /// truncate by path) go on with the uploaded file, so they wait.
+    func upload(_ staged: StagedFile, inode: UInt64, reason: String, interruptible: Bool = false) async throws(FSError) {
         while true {
             let (task, mine) = staged.state.withLock { s -> (Task<Result<Void, FSError>, Never>?, Bool) in
                 if let running = s.upload { return (running, false) }
@@ -154,8 +158,13 @@ extension FileSystem {
                 return (task, true)
             }
             guard let task else { return }
-            // Interrupted (Ctrl-C): EINTR now; the upload goes on without us.
-            guard let result = await task.valueUnlessCancelled() else { throw .interrupted("\(reason) of inode \(inode)") }
+            // An interrupted close or fsync answers EINTR at once; the
+            // upload goes on (and, past its window, leaves the bytes in the
+            // recovery folder), so the interruption loses nothing.
+            let answered: Result<Void, FSError>? = if interruptible { await task.valueUnlessCancelled() } else { await task.value }
+            guard let result = answered else {
+                throw FSError.interrupted("\(reason) of inode \(inode) while its upload goes on")
+            }
             // Someone else's upload failing fails ours too (same bytes); if
             // it succeeded, look again: writes may have come after it.
             if case .failure(let error) = result { throw error }
@@ -179,15 +188,14 @@ extension FileSystem {
             let cause: StoreError = error.errno == ESTALE ? .preconditionFailed(error.message) : .other(error.message)
             return .failure(await uploadFailed(staged, path: path, version: snapshot.version, options: options, cause, reason))
         }
+        let plan = ObjectUploader.Plan(
+            name: name, localPath: staged.file.path, options: options, size: snapshot.size,
+            stream: await takeStream(staged), streamCarriesContent: snapshot.sequentialEnd == snapshot.size, reason: reason)
         let info: ObjectInfo
-        if let streamed = await finishStream(staged, snapshot, name: name, metadata: options.customMetadata) {
-            info = streamed
-        } else {
-            do {
-                info = try await putPatiently(name, from: staged.file.path, options: options, reason: reason)
-            } catch {
-                return .failure(await uploadFailed(staged, path: path, version: snapshot.version, options: options, error, reason))
-            }
+        switch await uploader.upload(plan) {
+        case .success(let stored): info = stored
+        case .failure(let error):
+            return .failure(await uploadFailed(staged, path: path, version: snapshot.version, options: options, error, reason))
         }
         staged.uploaded(version: snapshot.version, info: info, sentMetadata: snapshot.pendingMetadata)
         // Clean now: nothing left for a journal to rescue. Removed under
@@ -206,44 +214,10 @@ extension FileSystem {
         return .success(())
     }
 
-    /// `store.put`, attempted again while it fails for a transient reason
-    /// (the store's own retries are spent: an outage, not a blip) until
-    /// `uploadRetryWindow` has passed since the first attempt. Every failed
-    /// attempt is logged at warning, so an outage shows in the log while it
-    /// lasts; the caller (close, fsync) waits meanwhile. The precondition
-    /// stays the same throughout, so an attempt whose answer was lost but
-    /// that did store the object fails the next one with 412 (ESTALE)
-    /// rather than storing it twice.
-    private func putPatiently(_ name: String, from path: String, options: PutOptions, reason: String) async throws(StoreError) -> ObjectInfo {
-        let window = Duration(seconds: self.options.uploadRetryWindow)
-        let started = ContinuousClock.now
-        var wait = Self.uploadRetryFirstWait
-        var attempt = 1
-        while true {
-            do {
-                return try await store.put(name, from: path, options: options)
-            } catch where error.isTransient {
-                let elapsed = ContinuousClock.now - started
-                guard elapsed + wait < window else { throw error }
-                logger.warning("upload failing; retrying", metadata: [
-                    "object": "\(name)", "on": "\(reason)", "attempt": "\(attempt)",
-                    "failing for": "\(Int(elapsed.seconds)) s", "gives up after": "\(Int(window.seconds)) s", "cause": "\(error)",
-                ])
-                do {
-                    try await Task.sleep(for: wait)
-                } catch {
-                    throw StoreError.cancelled
-                }
-                wait = min(wait * 2, Self.uploadRetryMaxWait)
-                attempt += 1
-            }
-        }
+    /// Stores staged bytes as objects (see `ObjectUploader`).
+    var uploader: ObjectUploader {
+        ObjectUploader(store: store, retryWindow: Duration(seconds: options.uploadRetryWindow), logger: logger)
     }
-
-    /// Waits between upload attempts at close: doubling from the first to
-    /// the last (the transport has already waited within each attempt).
-    static let uploadRetryFirstWait: Duration = .milliseconds(500)
-    static let uploadRetryMaxWait: Duration = .seconds(10)
 
     /// What an upload sends besides the bytes: the replaced object's
     /// properties and metadata with the pending changes, and the

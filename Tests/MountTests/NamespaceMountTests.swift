@@ -31,6 +31,85 @@ extension MountTests {
             #expect(diff.isEmpty, "cp -r: \(diff.count) differences: \(diff.prefix(20).joined(separator: "; "))")
         }
 
+        // Checks semantics.md#write-unlinked-open
+        @Test("rm of a file open read-only, read-write or write-only (uploaded or new): its descriptor reads and writes it until close; then nothing is stored or left")
+        func unlinkedWhileOpen() async throws {
+            let gcs = try DirectGCS.emulator()
+            let prefix = MountEnv.uniquePrefix("unlinkopen")
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            // Over three blocks: the reads and writes after rm need blocks
+            // never fetched before it.
+            let content = MountEnv.pattern(3 << 20 + 1234, seed: 18)
+            try content.write(to: URL(fileURLWithPath: "\(scratch)/original"))
+            let cases = ["up-r", "up-rw", "up-w", "new-r", "new-rw", "new-w"]
+            for name in cases where name.hasPrefix("up-") { try await gcs.put("\(prefix)/\(name)", content) }
+
+            let mount = try await Self.emulatorMount(prefix)
+            defer { mount.cleanup() }
+            // One process per case would do; one process for all keeps the
+            // test short. A new file is created (and written) through a
+            // second descriptor that stays open until the end.
+            let run = try await Tools.run(try MountEnv.variable("BUCKETFS_TEST_PYTHON"), ["-c", """
+                import os, sys
+                mnt, scratch = sys.argv[1], sys.argv[2]
+                original = open(os.path.join(scratch, "original"), "rb").read()
+                def read_all(fd, n):
+                    data = b""
+                    while len(data) < n:
+                        chunk = os.pread(fd, n - len(data), len(data))
+                        if not chunk:
+                            break
+                        data += chunk
+                    return data
+                for name in sys.argv[3:]:
+                    path = os.path.join(mnt, name)
+                    mode = name.split("-")[1]
+                    creator = None
+                    if name.startswith("new-"):
+                        creator = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                        os.write(creator, original)
+                    fd = os.open(path, {"r": os.O_RDONLY, "rw": os.O_RDWR, "w": os.O_WRONLY}[mode])
+                    os.unlink(path)
+                    size = len(original)
+                    try:
+                        if mode != "r":
+                            os.pwrite(fd, b"tail", size)
+                            size += 4
+                        if os.fstat(fd).st_size != size:
+                            print(name, "fstat size", os.fstat(fd).st_size)
+                        if mode != "w":
+                            open(os.path.join(scratch, name), "wb").write(read_all(fd, size + 10))
+                        os.close(fd)
+                        if creator is not None:
+                            os.close(creator)
+                        print(name, "ok")
+                    except OSError as e:
+                        print(name, "errno", e.errno, e.strerror)
+                """, mount.path, scratch] + cases)
+            #expect(run.ok, "\(run.summary)\nlog:\n\(mount.logTail())")
+            #expect(run.lines == cases.map { "\($0) ok" }, "\(run.summary)\nlog:\n\(mount.logTail())")
+            for name in ["up-r", "new-r"] {
+                #expect(FileManager.default.contents(atPath: "\(scratch)/\(name)") == content, "\(name): the bytes read after rm")
+            }
+            for name in ["up-rw", "new-rw"] {
+                #expect(FileManager.default.contents(atPath: "\(scratch)/\(name)") == content + Data("tail".utf8), "\(name): the bytes read after rm")
+            }
+            // Nothing uploaded, nothing left: not in the bucket, not in the
+            // cache directory once the last releases are done.
+            #expect(try await gcs.list(prefix: prefix + "/").isEmpty)
+            let staging = "\(mount.cacheDir)/staging"
+            let deadline = ContinuousClock.now + .seconds(10)
+            var left = (try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []
+            while !left.isEmpty, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                left = (try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []
+            }
+            #expect(left.isEmpty, "staged files left: \(left)")
+            #expect(((try? FileManager.default.contentsOfDirectory(atPath: "\(mount.cacheDir)/recovery")) ?? []).isEmpty)
+            #expect(try await gcs.list(prefix: prefix + "/").isEmpty)
+        }
+
         // Checks semantics.md#write-rename
         @Test("mv of a file: source gone, destination with the bytes, contentType and custom metadata")
         func moveFile() async throws {

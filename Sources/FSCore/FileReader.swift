@@ -128,9 +128,12 @@ final class FileReader: Sendable {
         for action in actions {
             switch action {
             case .discardAll:
-                drop(&state) { _ in true }
+                drop(&state, cancelling: true) { _ in true }
             case .discard(let below):
-                drop(&state) { $0.range.upperBound <= below }
+                // Reads still in flight may wait for these blocks (the
+                // kernel's requests overtake each other): their stream goes
+                // on delivering them.
+                drop(&state, cancelling: false) { $0.range.upperBound <= below }
             case .prefetch(let range):
                 // After one refusal the rest of this refill is refused too,
                 // so the frontier stays contiguous.
@@ -176,9 +179,9 @@ final class FileReader: Sendable {
         }
     }
 
-    /// Drops the parts `condition` picks (releasing their budget) and
-    /// cancels the requests none of the remaining parts wait for.
-    private func drop(_ state: inout State, where condition: (Part) -> Bool) {
+    /// Drops the parts `condition` picks (releasing their budget); with
+    /// `cancelling`, also the requests none of the remaining parts wait for.
+    private func drop(_ state: inout State, cancelling: Bool, where condition: (Part) -> Bool) {
         var dropped: [StreamRequest] = []
         state.parts.removeAll { part in
             guard condition(part) else { return false }
@@ -186,6 +189,7 @@ final class FileReader: Sendable {
             if !dropped.contains(where: { $0 === part.stream }) { dropped.append(part.stream) }
             return true
         }
+        guard cancelling else { return }
         for request in dropped where !state.parts.contains(where: { $0.stream === request }) {
             request.cancel()
         }
@@ -196,7 +200,7 @@ final class FileReader: Sendable {
     private func abandon(_ failed: Part) {
         state.withLock { state in
             guard state.parts.contains(where: { $0.id == failed.id }) else { return }
-            drop(&state) { $0.stream === failed.stream && $0.range.lowerBound >= failed.range.lowerBound }
+            drop(&state, cancelling: true) { $0.stream === failed.stream && $0.range.lowerBound >= failed.range.lowerBound }
             state.machine.prefetchAbandoned(from: failed.range.lowerBound)
         }
     }

@@ -30,6 +30,9 @@
 #   BENCH_SCRATCH=DIR      build with --scratch-path DIR
 #   BENCH_TIMEOUT=S        limit of one measured command (default 300 s)
 #   BENCH_RCLONE=0         leave rclone out
+#   BENCH_SERVER=fake-gcs-server (default) or emulator: the server every
+#                          row but the scale and Firebase ones runs on
+#                          (docs/performance.md says why the default)
 #
 # Output: the table on stdout, also in .build/bench/results.md; the details
 # of the run (every command, the emulator's requests per cell, memory) in
@@ -93,19 +96,14 @@ fi
 BIN="$(readlink -f "$BIN")"
 [[ -x "$BIN" ]] || { echo "bench: no bucketfs binary at $BIN" >&2; exit 1; }
 
-say "starting the emulator"
-EMU_STARTED=1
-bash scripts/emulator.sh start --name "$EMU_NAME"
-EMU_BASE="$(bash scripts/emulator.sh env --name "$EMU_NAME")"
-EMU_BASE="${EMU_BASE#STORAGE_EMULATOR_HOST=}"
-[[ "$EMU_BASE" =~ ^http://127\.0\.0\.1:[0-9]+$ ]] || { echo "bench: unexpected emulator address $EMU_BASE" >&2; exit 1; }
+say "starting the benchmark server ($BENCH_SERVER)"
+start_bench_server
 EMU_PORT="${EMU_BASE##*:}"
 
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo 'no commit yet')"
 if [[ -n "$(git status --porcelain 2>/dev/null | sed -n 1p)" ]]; then
     commit+=" (+ uncommitted changes)"
 fi
-emu_version="$("$PY" -c 'import importlib.metadata as m; print(m.version("gcp-storage-emulator"))' 2>/dev/null || echo unknown)"
 rclone_version="$(rclone version 2>/dev/null | sed -n 1p)"
 started_load="$(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -150,7 +148,7 @@ bench_row mem "peak RSS of the mount process over the groups above (MiB)"
     echo
     echo "Machine: nproc $(nproc), $(uname -sr), $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo);" \
         "load average at the start $started_load, at the end $(cut -d' ' -f1-3 /proc/loadavg)." \
-        "gcp-storage-emulator $emu_version (scripts/emulator_wrapper.py, in memory, on 127.0.0.1);" \
+        "$(bench_server_version) (in memory, on 127.0.0.1);" \
         "${rclone_version:-rclone missing}; bucketfs $commit, $BIN_KIND, default options, fresh --cache-dir per mount;" \
         "curl $(curl --version | awk 'NR == 1 { print $2 }'); $(date -u +%Y-%m-%dT%H:%MZ)."
 } >"$RESULTS"

@@ -11,9 +11,9 @@ the HTTP server around them and patches a few functions. The fixes:
    threads, larger listen backlog) accepts and reads connections in parallel.
    The emulator's Storage is not thread-safe, so one global lock serialises
    the *handler execution* only: request bodies are read before taking the
-   lock, and responses are rendered into a buffer under the lock and written
-   to the socket after releasing it, so a slow or stalled client never holds
-   the lock.
+   lock, and what a handler writes is kept by reference under the lock and
+   written to the socket after releasing it (``_Pieces``: no copy), so a
+   slow or stalled client never holds the lock.
 2. Keep-alive. ``protocol_version = "HTTP/1.1"`` (the emulator's handler
    uses BaseHTTPRequestHandler's default HTTP/1.0 and closes every
    connection). This is safe because the emulator's ``Response.close`` always
@@ -88,8 +88,8 @@ the HTTP server around them and patches a few functions. The fixes:
    count, status queries and completion are unchanged).
 
 Also: ``--request-log PATH`` appends one line per request,
-``METHOD<TAB>PATH<TAB>QUERY`` (path and query exactly as sent, query empty
-if none), written and flushed before the request is handled; the emulator's
+``METHOD<TAB>PATH<TAB>QUERY<TAB>RANGE`` (path and query exactly as sent,
+query empty if none; RANGE the Range header, empty if none), written and flushed before the request is handled; the emulator's
 own logging is silenced; ``READY <port>`` is printed on stdout once
 listening. Unexpected handler exceptions go to stderr.
 
@@ -486,14 +486,43 @@ class _RequestLog:
         self._lock = threading.Lock()
         self._file = open(path, "a", encoding="utf-8") if path else None
 
-    def write(self, method, raw_path):
+    def write(self, method, raw_path, byte_range=""):
         if self._file is None:
             return
         path, _, query = raw_path.partition("?")
-        line = "{}\t{}\t{}\n".format(method, path, query)
+        line = "{}\t{}\t{}\t{}\n".format(method, path, query, byte_range)
         with self._lock:
             self._file.write(line)
             self._file.flush()
+
+
+class _Pieces:
+    """What a handler writes, kept by reference (no copy) under the lock and
+    sent after it. The emulator writes the headers, then the body as one
+    ``bytes`` (a whole object, or a slice for a range): rendering that into
+    a BytesIO and copying it out again cost two copies of every download on
+    top of the socket write (256 MiB went out at ~280 MiB/s)."""
+
+    def __init__(self):
+        self._pieces = []
+
+    def write(self, data):
+        self._pieces.append(data)
+        return len(data)
+
+    def flush(self):
+        pass
+
+    def clear(self):
+        self._pieces = []
+
+    def send_to(self, wfile):
+        for piece in self._pieces:
+            # large pieces go out in slices of a memoryview (no copy)
+            view = memoryview(piece)
+            for start in range(0, len(view), 1 << 20):
+                wfile.write(view[start:start + (1 << 20)])
+        wfile.flush()
 
 
 class FixedRequestHandler(emu_server.RequestHandler):
@@ -534,10 +563,10 @@ class FixedRequestHandler(emu_server.RequestHandler):
         del self.headers["Transfer-Encoding"]
         del self.headers["Content-Length"]
         self.headers["Content-Length"] = str(len(body))
-        self.request_log.write(method, self.path)
+        self.request_log.write(method, self.path, self.headers.get("Range", ""))
 
         sock_rfile, sock_wfile = self.rfile, self.wfile
-        out = io.BytesIO()
+        out = _Pieces()
         self.rfile, self.wfile = io.BytesIO(body), out
         try:
             with STORAGE_LOCK:
@@ -546,8 +575,7 @@ class FixedRequestHandler(emu_server.RequestHandler):
                 except Exception:
                     traceback.print_exc(file=sys.stderr)
                     self._headers_buffer = []
-                    out.seek(0)
-                    out.truncate()
+                    out.clear()
                     err = json.dumps(
                         {"error": {"code": 500, "message": "emulator handler failed"}}
                     ).encode()
@@ -558,7 +586,7 @@ class FixedRequestHandler(emu_server.RequestHandler):
                     out.write(err)
         finally:
             self.rfile, self.wfile = sock_rfile, sock_wfile
-        self.wfile.write(out.getvalue())
+        out.send_to(self.wfile)
 
     def do_GET(self):
         self._dispatch("GET")

@@ -5,13 +5,15 @@ import Synchronization
 /// The read side of one open file: bytes of exactly one generation, from
 /// read-ahead buffers, the block cache or ranged downloads, in that order.
 ///
-/// Where prefetched data goes: into memory buffers (charged to the global
-/// `ReadAheadBudget`), and from there to the block cache in the background.
-/// A streaming reader is served from memory, at memory speed, without
-/// waiting for a disk write; the cache copy makes the next open (or a
-/// reader that seeks back) free of network requests. Writing every part to
-/// disk first and reading it back would put two disk passes on the hot
-/// path for the price of no memory, and the budget already bounds memory.
+/// A reader that reads in order is served from a *stream*: the read-ahead
+/// machine's refills, each one GET of a growing window, whose body is cut
+/// into block-sized buffers as it arrives. A read waits only for the
+/// blocks it touches, not for the whole request; each completed block goes
+/// to the block cache (a background write of the same buffer, no copy) and
+/// serves the reader from memory. Writing every block to disk first and
+/// reading it back would put two disk passes on the hot path for the price
+/// of no memory, and the read-ahead budget already bounds memory. A random
+/// reader gets ranged downloads of just the blocks it touches.
 ///
 /// Never mixes generations: every download asks for the pinned generation,
 /// and the block cache key contains it. A generation that is gone surfaces
@@ -26,19 +28,13 @@ final class FileReader: Sendable {
     private let blockSize: Int64
     private let logger: Logger
 
-    /// A prefetched range, downloading or done.
+    /// One block of a stream's body, pending or arrived.
     private struct Part: Sendable {
         let id: UInt64
         let range: Range<Int64>
-        let task: Task<Result<Data, StoreError>, Never>
-        /// Set once `task` has its result: a read then takes it at once,
-        /// without the hand-over to another thread that a wait an interrupt
-        /// can end costs.
-        let downloaded: Downloaded
-    }
-
-    private final class Downloaded: Sendable {
-        let flag = Atomic<Bool>(false)
+        let block: StreamBlock
+        /// The request that delivers it (shared by the stream's blocks).
+        let stream: StreamRequest
     }
 
     private struct State: Sendable {
@@ -91,20 +87,14 @@ final class FileReader: Sendable {
             case .direct(let range):
                 pieces.append(try await readDirect(range))
             case .buffered(let part, let range):
-                let result: Result<Data, StoreError>
-                if part.downloaded.flag.load(ordering: .acquiring) {
-                    result = await part.task.value
-                } else {
-                    // The part is shared with later reads: an interrupted
-                    // read stops waiting for it, the download goes on.
-                    guard let waited = await part.task.valueUnlessCancelled() else { throw .cancelled }
-                    result = waited
-                }
-                switch result {
+                switch await part.block.value {
                 case .success(let data):
                     let from = Int(range.lowerBound - part.range.lowerBound)
                     pieces.append(data[(data.startIndex + from)..<(data.startIndex + from + range.count)])
                 case .failure(.cancelled):
+                    // This read was interrupted (the kernel cancelled its
+                    // Task): EINTR, while the stream goes on for others.
+                    if Task.isCancelled { throw .cancelled }
                     // Another read jumped elsewhere and dropped the buffer.
                     pieces.append(try await readDirect(range))
                 case .failure(let error):
@@ -141,9 +131,12 @@ final class FileReader: Sendable {
         for action in actions {
             switch action {
             case .discardAll:
-                drop(&state) { _ in true }
+                drop(&state, cancelling: true) { _ in true }
             case .discard(let below):
-                drop(&state) { $0.range.upperBound <= below }
+                // Reads still in flight may wait for these blocks (the
+                // kernel's requests overtake each other): their stream goes
+                // on delivering them.
+                drop(&state, cancelling: false) { $0.range.upperBound <= below }
             case .prefetch(let range):
                 // After one refusal the rest of this refill is refused too,
                 // so the frontier stays contiguous.
@@ -155,34 +148,62 @@ final class FileReader: Sendable {
                     continue
                 }
                 countMisses(range)
-                let downloaded = Downloaded()
-                let task = Task {
-                    let result = await self.download(range)
-                    downloaded.flag.store(true, ordering: .releasing)
-                    return result
-                }
-                let part = Part(id: state.nextPartID, range: range, task: task, downloaded: downloaded)
-                state.nextPartID += 1
-                let at = state.parts.firstIndex { $0.range.lowerBound > range.lowerBound } ?? state.parts.endIndex
-                state.parts.insert(part, at: at)
+                startStream(range, &state)
             }
         }
     }
 
-    private func drop(_ state: inout State, where condition: (Part) -> Bool) {
-        state.parts.removeAll { part in
-            guard condition(part) else { return false }
-            part.task.cancel()
-            budget.release(Int64(part.range.count))
-            return true
+    /// One GET of `range`, its body cut into block-sized parts.
+    private func startStream(_ range: Range<Int64>, _ state: inout State) {
+        var blocks: [StreamBlock] = []
+        var start = range.lowerBound
+        while start < range.upperBound {
+            let stop = min(range.upperBound, (start / blockSize + 1) * blockSize)
+            blocks.append(StreamBlock(range: start..<stop))
+            start = stop
+        }
+        let filler = StreamFiller(blocks: blocks) { [weak self] data, start in self?.keep(data, at: start) }
+        let request = StreamRequest()
+        for block in blocks {
+            let part = Part(id: state.nextPartID, range: block.range, block: block, stream: request)
+            state.nextPartID += 1
+            let at = state.parts.firstIndex { $0.range.lowerBound > block.range.lowerBound } ?? state.parts.endIndex
+            state.parts.insert(part, at: at)
+        }
+        request.task = Task { [store, objectName, info] in
+            do throws(StoreError) {
+                let count = try await store.read(objectName, generation: info.generation, range: range) { bytes in
+                    filler.append(bytes)
+                }
+                filler.finish(received: count, of: "\(objectName)#\(info.generation) \(range)")
+            } catch {
+                filler.fail(error)
+            }
         }
     }
 
-    /// A failed part goes, so the next read tries again.
+    /// Drops the parts `condition` picks (releasing their budget); with
+    /// `cancelling`, also the requests none of the remaining parts wait for.
+    private func drop(_ state: inout State, cancelling: Bool, where condition: (Part) -> Bool) {
+        var dropped: [StreamRequest] = []
+        state.parts.removeAll { part in
+            guard condition(part) else { return false }
+            budget.release(Int64(part.range.count))
+            if !dropped.contains(where: { $0 === part.stream }) { dropped.append(part.stream) }
+            return true
+        }
+        guard cancelling else { return }
+        for request in dropped where !state.parts.contains(where: { $0.stream === request }) {
+            request.cancel()
+        }
+    }
+
+    /// A failed part goes with the rest of its stream (none of it will
+    /// arrive), so the next read tries again.
     private func abandon(_ failed: Part) {
         state.withLock { state in
             guard state.parts.contains(where: { $0.id == failed.id }) else { return }
-            drop(&state) { $0.id == failed.id }
+            drop(&state, cancelling: true) { $0.stream === failed.stream && $0.range.lowerBound >= failed.range.lowerBound }
             state.machine.prefetchAbandoned(from: failed.range.lowerBound)
         }
     }
@@ -228,16 +249,6 @@ final class FileReader: Sendable {
     }
 
     // MARK: - I/O (no lock held)
-
-    private func download(_ range: Range<Int64>) async -> Result<Data, StoreError> {
-        do {
-            let data = try await fetch(range)
-            keep(data, at: range.lowerBound)
-            return .success(data)
-        } catch {
-            return .failure(error)
-        }
-    }
 
     /// `range` without read-ahead: whole blocks from the cache, runs of
     /// missing blocks downloaded in one request and cached. With no cache,
@@ -300,6 +311,133 @@ final class FileReader: Sendable {
 
     private func key(_ block: Int64) -> BlockCache.Key {
         BlockCache.Key(objectName: objectName, generation: info.generation, index: block)
+    }
+}
+
+/// One block of a stream: readers wait for it until the stream delivers
+/// it whole, or fails.
+final class StreamBlock: Sendable {
+    let range: Range<Int64>
+    private typealias Waiter = CheckedContinuation<Result<Data, StoreError>, Never>
+    private struct Progress {
+        var result: Result<Data, StoreError>?
+        var waiting: [UInt64: Waiter] = [:]
+        var lastWaiter: UInt64 = 0
+        /// Waiters cancelled before they stored their continuation.
+        var gaveUp: Set<UInt64> = []
+    }
+    private let progress = Mutex(Progress())
+
+    init(range: Range<Int64>) { self.range = range }
+
+    /// The block's bytes once the stream has delivered them, or its
+    /// failure. A waiter whose Task is cancelled (the kernel interrupted
+    /// its read) gets `.cancelled` at once; the stream goes on for the
+    /// others. A block already delivered is returned without a hand-over.
+    var value: Result<Data, StoreError> {
+        get async {
+            let (ready, id) = progress.withLock { p -> (Result<Data, StoreError>?, UInt64) in
+                if let result = p.result { return (result, 0) }
+                p.lastWaiter += 1
+                return (nil, p.lastWaiter)
+            }
+            if let ready { return ready }
+            return await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: Waiter) in
+                    let answer = progress.withLock { p -> Result<Data, StoreError>? in
+                        if let result = p.result { return result }
+                        if p.gaveUp.remove(id) != nil { return .failure(.cancelled) }
+                        p.waiting[id] = continuation
+                        return nil
+                    }
+                    if let answer { continuation.resume(returning: answer) }
+                }
+            } onCancel: {
+                let waiter = progress.withLock { p -> Waiter? in
+                    guard p.result == nil else { return nil }
+                    if let waiter = p.waiting.removeValue(forKey: id) { return waiter }
+                    p.gaveUp.insert(id)
+                    return nil
+                }
+                waiter?.resume(returning: .failure(.cancelled))
+            }
+        }
+    }
+
+    /// Settles the block once; later calls do nothing.
+    func finish(_ result: Result<Data, StoreError>) {
+        let waiting = progress.withLock { p -> [Waiter] in
+            guard p.result == nil else { return [] }
+            p.result = result
+            p.gaveUp = []
+            defer { p.waiting = [:] }
+            return Array(p.waiting.values)
+        }
+        for waiter in waiting { waiter.resume(returning: result) }
+    }
+}
+
+/// The request behind a stream, cancelled when no part waits for it.
+final class StreamRequest: @unchecked Sendable {
+    // @unchecked: `task` is set once, under the reader's state lock, right
+    // after creation, and read only under that lock (`cancel` from `drop`).
+    var task: Task<Void, Never>?
+    func cancel() { task?.cancel() }
+}
+
+/// Cuts a stream's body into its blocks as it arrives: each block's bytes
+/// are copied once, from the transport's buffer into the block's, and the
+/// full block is handed to the cache and to the readers waiting for it.
+/// The store calls `append` sequentially, from arbitrary threads.
+final class StreamFiller: @unchecked Sendable {
+    // @unchecked: `next` and `sink` are only touched with `lock` held.
+    private let lock = NSLock()
+    private let blocks: [StreamBlock]
+    private let keep: @Sendable (Data, Int64) -> Void
+    private var next = 0
+    private var sink: ByteSink?
+    private var filled = 0
+
+    init(blocks: [StreamBlock], keep: @escaping @Sendable (Data, Int64) -> Void) {
+        self.blocks = blocks
+        self.keep = keep
+    }
+
+    func append(_ bytes: UnsafeRawBufferPointer) {
+        lock.lock()
+        defer { lock.unlock() }
+        var rest = bytes
+        while !rest.isEmpty, next < blocks.count {
+            let block = blocks[next]
+            let sink = self.sink ?? ByteSink(capacity: block.range.count)
+            self.sink = sink
+            let take = min(rest.count, block.range.count - filled)
+            sink.append(UnsafeRawBufferPointer(rebasing: rest[..<take]))
+            filled += take
+            rest = UnsafeRawBufferPointer(rebasing: rest[take...])
+            if filled == block.range.count {
+                let data = sink.take()
+                self.sink = nil
+                filled = 0
+                next += 1
+                keep(data, block.range.lowerBound)
+                block.finish(.success(data))
+            }
+        }
+    }
+
+    /// The request ended with `received` bytes: blocks still missing fail.
+    func finish(received: Int64, of what: String) {
+        fail(.other("short read of \(what): \(received) bytes"))
+    }
+
+    func fail(_ error: StoreError) {
+        lock.lock()
+        let missing = blocks[min(next, blocks.count)...]
+        next = blocks.count
+        sink = nil
+        lock.unlock()
+        for block in missing { block.finish(.failure(error)) }
     }
 }
 

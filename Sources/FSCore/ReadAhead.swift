@@ -3,21 +3,26 @@
 /// No I/O here, so tests drive it directly.
 ///
 /// Design, after mountpoint-s3's prefetcher:
-/// - A reader that starts at 0, or continues where its previous read ended,
-///   is *streaming*. The machine keeps a `frontier` (the end of what it has
-///   asked the owner to fetch) at least `window / 2` ahead of the reader;
-///   each refill reaches `window` past the reader, then doubles the window
-///   (`initialWindow` … `maxWindow`). Refills are split into parts of
-///   `partSize` so several ranged downloads run at once: one HTTP stream is
-///   latency-bound, eight are not.
+/// - Phases: `starting` (no read yet), `streaming`, `random`. A reader that
+///   starts at 0, or continues where its previous read ended, is
+///   streaming; any other read makes it random.
+/// - While streaming, the machine keeps a `frontier` (the end of what it
+///   has asked the owner to fetch) at least `window / 2` ahead of the
+///   reader; each refill reaches `window` past the reader, then doubles the
+///   window (`initialWindow` … `maxWindow`). A refill is one request: the
+///   stream is a chain of growing GETs (1, 2, 4, … MiB), each issued while
+///   the previous one still has half a window to deliver, whose bodies the
+///   owner hands to the reader block by block as they arrive. With the
+///   defaults, 64 MiB read in order cost 7 requests, 256 MiB about a dozen.
 /// - The kernel sends its own read-ahead requests concurrently, so reads of
 ///   one stream arrive slightly out of order. A read within
 ///   `seekTolerance` of the expected offset, or inside the prefetched
 ///   range, still counts as streaming.
-/// - Any other read is *random*: buffers are dropped, nothing is
-///   prefetched, and the owner fetches just the blocks the read touches.
+/// - A random read drops the stream (buffers and the request in flight);
+///   nothing is prefetched, and the owner fetches just the blocks the read
+///   touches (ranged requests, several readers' in parallel).
 /// - Everything is aligned to `blockSize`, the block cache's unit, so each
-///   downloaded part can be written to the cache as whole blocks.
+///   downloaded block can be written to the cache as it completes.
 /// - The owner may refuse a prefetch (the global budget is spent) or see
 ///   it fail; `prefetchAbandoned(from:)` pulls the frontier back, so later
 ///   reads are served directly and prefetch resumes when budget returns.
@@ -25,16 +30,14 @@ struct ReadAhead: Sendable, Equatable {
     struct Configuration: Sendable, Equatable {
         var initialWindow: Int64
         var maxWindow: Int64
-        var partSize: Int64
         var blockSize: Int64
         var seekTolerance: Int64
 
-        init(initialWindow: Int64 = 1 << 20, maxWindow: Int64 = 64 << 20, partSize: Int64 = 8 << 20, blockSize: Int64 = 1 << 20, seekTolerance: Int64 = 2 << 20) {
+        init(initialWindow: Int64 = 1 << 20, maxWindow: Int64 = 64 << 20, blockSize: Int64 = 1 << 20, seekTolerance: Int64 = 2 << 20) {
             self.blockSize = max(1, blockSize)
-            // Windows and parts in whole blocks.
+            // Windows in whole blocks.
             self.initialWindow = Self.roundUp(max(initialWindow, 1), to: self.blockSize)
             self.maxWindow = max(self.initialWindow, Self.roundUp(maxWindow, to: self.blockSize))
-            self.partSize = Self.roundUp(max(partSize, 1), to: self.blockSize)
             self.seekTolerance = seekTolerance
         }
 
@@ -43,17 +46,29 @@ struct ReadAhead: Sendable, Equatable {
         }
     }
 
+    enum Phase: Sendable, Equatable {
+        /// No read yet.
+        case starting
+        /// Reading in order: the stream's requests run ahead of the reader.
+        case streaming
+        /// Jumping about: no read-ahead.
+        case random
+    }
+
     enum Action: Sendable, Equatable {
-        /// Fetch this block-aligned range into a buffer, ahead of the reader.
+        /// Fetch this block-aligned range with one request, ahead of the
+        /// reader (the stream's next GET).
         case prefetch(Range<Int64>)
         /// Drop buffers that end at or before this offset (already read).
         case discard(below: Int64)
-        /// Drop every buffer and cancel every prefetch (the reader jumped).
+        /// Drop every buffer and cancel every request in flight (the reader
+        /// jumped: the stream ends).
         case discardAll
     }
 
     let configuration: Configuration
     let objectSize: Int64
+    private(set) var phase: Phase = .starting
     /// Bytes to keep ahead of the reader; 0 while not streaming.
     private(set) var window: Int64 = 0
     /// End of the furthest read of the current stream (or of the last read).
@@ -66,7 +81,7 @@ struct ReadAhead: Sendable, Equatable {
         self.objectSize = objectSize
     }
 
-    var isStreaming: Bool { window > 0 }
+    var isStreaming: Bool { phase == .streaming }
 
     /// A read of `size` bytes at `offset` arrived.
     mutating func read(offset: Int64, size: Int) -> [Action] {
@@ -74,6 +89,7 @@ struct ReadAhead: Sendable, Equatable {
         let end = offset + min(Int64(size), objectSize - offset)
         guard isSequential(offset) else {
             let wasStreaming = isStreaming
+            phase = .random
             window = 0
             frontier = 0
             expectedOffset = end
@@ -81,6 +97,7 @@ struct ReadAhead: Sendable, Equatable {
         }
         var actions: [Action] = []
         if !isStreaming {
+            phase = .streaming
             window = configuration.initialWindow
             frontier = alignDown(offset)
         } else {
@@ -92,12 +109,7 @@ struct ReadAhead: Sendable, Equatable {
         if frontier < objectSize, frontier - readerEnd < window / 2 {
             let from = max(frontier, alignDown(offset))
             let to = min(objectSize, alignUp(readerEnd + window))
-            var start = from
-            while start < to {
-                let stop = min(to, start + configuration.partSize)
-                actions.append(.prefetch(start..<stop))
-                start = stop
-            }
+            actions.append(.prefetch(from..<to))
             frontier = to
             window = min(window * 2, configuration.maxWindow)
         }

@@ -7,7 +7,7 @@ private let KiB = 1 << 10
 
 @Suite("read-ahead state machine")
 struct ReadAheadTests {
-    let configuration = ReadAhead.Configuration(initialWindow: MiB, maxWindow: 8 * MiB, partSize: 2 * MiB, blockSize: MiB, seekTolerance: 2 * MiB)
+    let configuration = ReadAhead.Configuration(initialWindow: MiB, maxWindow: 8 * MiB, blockSize: MiB, seekTolerance: 2 * MiB)
 
     private func prefetches(_ actions: [ReadAhead.Action]) -> [Range<Int64>] {
         actions.compactMap { if case .prefetch(let r) = $0 { return r } else { return nil } }
@@ -24,8 +24,9 @@ struct ReadAheadTests {
             #expect(!actions.contains(.discardAll))
             let parts = prefetches(actions)
             if !parts.isEmpty { windows.append(machine.window) }
+            #expect(parts.count <= 1, "a refill is one request")
             for part in parts {
-                #expect(part.count <= 2 * MiB && part.lowerBound % MiB == 0)
+                #expect(part.lowerBound % MiB == 0)
                 #expect(part.lowerBound == (fetched.last?.upperBound ?? 0), "contiguous")
                 fetched.append(part)
             }
@@ -40,11 +41,57 @@ struct ReadAheadTests {
         #expect(refills == [0..<(2 * MiB)], "the first read fetches the initial window past itself")
     }
 
-    @Test func largeWindowsAreSplitIntoConcurrentParts() {
-        var machine = ReadAhead(configuration: ReadAhead.Configuration(initialWindow: 32 * MiB, maxWindow: 64 * MiB, partSize: 8 * MiB), objectSize: 1 << 40)
-        let parts = prefetches(machine.read(offset: 0, size: 128 * KiB))
-        // 32 MiB past a 128 KiB read: 33 MiB, as four 8 MiB parts and one of 1 MiB.
-        #expect(parts.map(\.count) == [8 * MiB, 8 * MiB, 8 * MiB, 8 * MiB, MiB].map(Int.init))
+    @Test func aRefillIsOneRequestHoweverLargeTheWindow() {
+        var machine = ReadAhead(configuration: ReadAhead.Configuration(initialWindow: 32 * MiB, maxWindow: 64 * MiB), objectSize: 1 << 40)
+        // 32 MiB past a 128 KiB read: 33 MiB, one GET.
+        #expect(prefetches(machine.read(offset: 0, size: 128 * KiB)) == [0..<(33 * MiB)])
+    }
+
+    /// The stream's lifecycle, as a table: each row a read and the phase,
+    /// window and requests it leads to.
+    @Test func theStreamsLifecycle() {
+        struct Row {
+            let offset: Int64, size: Int
+            let phase: ReadAhead.Phase, window: Int64, requests: [Range<Int64>], dropsAll: Bool
+        }
+        let rows: [Row] = [
+            // A first read at 0 opens the stream: the initial window past it, then doubled.
+            Row(offset: 0, size: 128 * KiB, phase: .streaming, window: 2 * MiB, requests: [0..<(2 * MiB)], dropsAll: false),
+            // Reads inside what is on its way ask for nothing...
+            Row(offset: 128 * 1024, size: 128 * KiB, phase: .streaming, window: 2 * MiB, requests: [], dropsAll: false),
+            // ...until the reader is within half a window of the frontier: the next, larger GET.
+            Row(offset: 1 * MiB, size: 128 * KiB, phase: .streaming, window: 4 * MiB, requests: [(2 * MiB)..<(4 * MiB)], dropsAll: false),
+            Row(offset: 2 * MiB + 896 * 1024, size: 128 * KiB, phase: .streaming, window: 8 * MiB, requests: [(4 * MiB)..<(7 * MiB)], dropsAll: false),
+            // A jump ends the stream: buffers and requests dropped, nothing prefetched.
+            Row(offset: 50 * MiB, size: 4 * KiB, phase: .random, window: 0, requests: [], dropsAll: true),
+            Row(offset: 20 * MiB, size: 4 * KiB, phase: .random, window: 0, requests: [], dropsAll: false),
+            // Reading on from where the last read ended starts a new stream at the initial window.
+            Row(offset: 20 * MiB + 4 * 1024, size: 4 * KiB, phase: .streaming, window: 2 * MiB, requests: [(20 * MiB)..<(22 * MiB)], dropsAll: false),
+        ]
+        var machine = ReadAhead(configuration: configuration, objectSize: 100 * MiB)
+        #expect(machine.phase == .starting)
+        for (index, row) in rows.enumerated() {
+            let actions = machine.read(offset: row.offset, size: row.size)
+            #expect(machine.phase == row.phase, "row \(index)")
+            #expect(machine.window == row.window, "row \(index)")
+            #expect(prefetches(actions) == row.requests, "row \(index)")
+            #expect(actions.contains(.discardAll) == row.dropsAll, "row \(index)")
+        }
+    }
+
+    @Test func aSequentialReadOf64MiBIsAHandfulOfRequests() {
+        // The kernel's 1 MiB reads (max_pages 256) of a 64 MiB object, with the mount's defaults.
+        var machine = ReadAhead(configuration: ReadAhead.Configuration(), objectSize: 64 * MiB)
+        var requests: [Range<Int64>] = []
+        for offset in stride(from: Int64(0), to: 64 * MiB, by: Int(MiB)) {
+            requests += prefetches(machine.read(offset: offset, size: Int(MiB)))
+        }
+        #expect(requests.count <= 7, "\(requests.map(\.count))")
+        #expect(requests.first?.lowerBound == 0 && requests.last?.upperBound == 64 * MiB)
+        for (a, b) in zip(requests, requests.dropFirst()) {
+            #expect(a.upperBound == b.lowerBound, "contiguous, no byte twice")
+            #expect(b.count >= a.count || b.upperBound == 64 * MiB, "the window grows")
+        }
     }
 
     @Test func randomReadsPrefetchNothing() {

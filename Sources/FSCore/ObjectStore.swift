@@ -2,7 +2,7 @@ import Foundation
 
 /// The seam between the filesystem and the bucket: what the core needs of
 /// an object store, as plain requests and values. `StorageKitObjectStore`
-/// implements it over Cloud Storage; `InMemoryObjectStore` for tests; both
+/// implements it over Cloud Storage; `InMemoryObjectStore` (in FSCoreTesting) for tests; both
 /// pass the same conformance suite. Caching and prefix views are wrappers.
 public protocol ObjectStore: Sendable {
     /// One page of the objects and prefixes directly below `prefix` (which

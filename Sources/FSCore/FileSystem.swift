@@ -83,7 +83,7 @@ public final class FileSystem: FileSystemOperations {
     let state: Mutex<State>
 
     /// - Parameters:
-    ///   - clock: monotonic time for TTLs (tests pass a `ManualClock`).
+    ///   - clock: monotonic time for TTLs (tests pass FSCoreTesting's `ManualClock`).
     ///   - mountTime: shown as the mtime of directories without a known
     ///     placeholder.
     ///
@@ -146,8 +146,8 @@ public final class FileSystem: FileSystemOperations {
 
     /// Path and kind of a known, still bound inode.
     func record(_ inode: UInt64, _ s: borrowing State) throws(FSError) -> InodeTable.Record {
-        guard let record = s.inodes[inode] else { throw FSError(ENOENT, "unknown inode \(inode)") }
-        guard record.bound else { throw FSError(ENOENT, "\(record.path) now names something else") }
+        guard let record = s.inodes[inode] else { throw FSError(.notFound, "unknown inode \(inode)") }
+        guard record.bound else { throw FSError(.notFound, "\(record.path) now names something else") }
         return record
     }
 
@@ -161,19 +161,19 @@ public final class FileSystem: FileSystemOperations {
     /// pass the service's limit or, for a new name (`isNew`), when the name
     /// passes NAME_MAX.
     func childPath(
-        parent: UInt64, name: String, _ operation: String, invalidName: Int32 = ENOENT, reserve: Int = 0, isNew: Bool = false
+        parent: UInt64, name: String, _ operation: String, invalidName: Refusal = .notFound, reserve: Int = 0, isNew: Bool = false
     ) throws(FSError) -> String {
         let parentRecord = try record(parent)
-        guard parentRecord.kind == .directory else { throw FSError(ENOTDIR, "\(operation) in file \(parentRecord.path)") }
+        guard parentRecord.kind == .directory else { throw FSError(.notDirectory, "\(operation) in file \(parentRecord.path)") }
         guard PathRules.isValidEntryName(name) else { throw FSError(invalidName, "no object can be named \(name)") }
         // NAME_MAX for new names; an existing object with a longer segment
         // (written by another tool) can still be looked up.
         guard !isNew || name.utf8.count <= PathRules.maximumNameLength else {
-            throw FSError(ENAMETOOLONG, "\(name.utf8.count) bytes, more than \(PathRules.maximumNameLength)")
+            throw FSError(.nameTooLong, "\(name.utf8.count) bytes, more than \(PathRules.maximumNameLength)")
         }
         let path = PathRules.join(parentRecord.path, name)
         guard objectName(path).utf8.count + reserve < PathRules.maximumObjectNameLength else {
-            throw FSError(ENAMETOOLONG, objectName(path))
+            throw FSError(.nameTooLong, objectName(path))
         }
         return path
     }
@@ -192,8 +192,8 @@ public final class FileSystem: FileSystemOperations {
 
     /// The errno for a store failure, logged with its cause. Absence is
     /// routine (shells probe for files), so it is only logged at debug.
-    func failure(_ error: StoreError, _ operation: String, _ path: String) -> FSError {
-        let failure = FSError(error, "\(operation) \(objectName(path))")
+    func failure(_ error: StoreError, during storeOperation: StoreOperation, _ operation: String, _ path: String) -> FSError {
+        let failure = FSError(error, during: storeOperation, "\(operation) \(objectName(path))")
         if case .notFound = error {
             logger.debug("\(failure)")
         } else {

@@ -289,14 +289,14 @@ final class StagedFile: Sendable {
         let reader = state.withLock { $0.baseReader }
         let result: Result<Void, FSError>
         do throws(FSError) {
-            guard let reader else { throw FSError(EIO, "no reader for the base of \(file.path)") }
+            guard let reader else { throw FSError(.ioError, "no reader for the base of \(file.path)") }
             let data: Data
             do {
                 data = try await reader.read(offset: range.lowerBound, size: range.count)
             } catch .notFound {
-                throw FSError(ESTALE, "generation \(reader.info.generation) of \(reader.objectName) is gone")
+                throw FSError(.stale, "generation \(reader.info.generation) of \(reader.objectName) is gone")
             } catch {
-                throw FSError(error, "read of \(reader.objectName)")
+                throw FSError(error, during: .read, "read of \(reader.objectName)")
             }
             try file.write(data, at: range.lowerBound)
             result = .success(())

@@ -329,7 +329,7 @@ extension FileSystem {
         let options = Self.uploadOptions(staged.state.withLock { $0 })
         let entry = RecoveryFolder.Entry(
             bucket: self.options.bucket, object: objectName(path), ifGenerationMatch: options.ifGenerationMatch,
-            contentType: options.contentType, metadata: options.customMetadata, size: staged.size, savedAt: Date(),
+            properties: options.properties, metadata: options.customMetadata, size: staged.size, savedAt: Date(),
             reason: "written through a mount that ended before uploading it")
         do {
             try RecoveryFolder.write(entry, to: staged.journalPath)

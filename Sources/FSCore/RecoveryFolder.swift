@@ -8,7 +8,8 @@ import Glibc
 /// written is ever lost silently: `CACHE/recovery/BUCKET/OBJECT-NAME` holds
 /// the bytes, and `CACHE/recovery/BUCKET/OBJECT-NAME.bucketfs-pending.json`
 /// beside it says where they were going (bucket, object, the generation
-/// precondition, content type, custom metadata, why the upload failed).
+/// precondition, the standard properties, custom metadata, why the upload
+/// failed).
 /// A person finds a file under its own name; `bucketfs mount
 /// --retry-pending` uploads every entry (see `retryAll`).
 public struct RecoveryFolder: Sendable {
@@ -45,13 +46,19 @@ public struct RecoveryFolder: Sendable {
         return bucketDirectory + "/" + segments.joined(separator: "/")
     }
 
-    /// What a sidecar records.
+    /// What a sidecar records. The standard properties are stored flat
+    /// beside the other fields (`contentType`, `cacheControl`, ...), so a
+    /// sidecar of an older bucketfs, which kept `contentType` only, reads
+    /// as an entry with that one property. Its standard properties read as
+    /// `entry.contentType` and so on.
+    @dynamicMemberLookup
     public struct Entry: Codable, Sendable, Equatable {
         public var bucket: String
         public var object: String
         /// The upload's precondition (0: the object must not exist).
         public var ifGenerationMatch: Int64?
-        public var contentType: String?
+        /// The upload's standard properties, all five.
+        public var properties: ObjectProperties
         public var metadata: [String: String]
         public var size: Int64
         public var savedAt: Date
@@ -61,10 +68,57 @@ public struct RecoveryFolder: Sendable {
         /// refused it for good): why. `--retry-pending` still tries it.
         public var retryStopped: String?
 
-        /// The upload's options: the recorded precondition, content type
-        /// and metadata.
+        public init(
+            bucket: String, object: String, ifGenerationMatch: Int64?, properties: ObjectProperties, metadata: [String: String],
+            size: Int64, savedAt: Date, reason: String, retryStopped: String? = nil
+        ) {
+            self.bucket = bucket
+            self.object = object
+            self.ifGenerationMatch = ifGenerationMatch
+            self.properties = properties
+            self.metadata = metadata
+            self.size = size
+            self.savedAt = savedAt
+            self.reason = reason
+            self.retryStopped = retryStopped
+        }
+
+        public subscript<T>(dynamicMember property: KeyPath<ObjectProperties, T>) -> T { properties[keyPath: property] }
+
+        /// The upload's options: the recorded precondition, standard
+        /// properties and metadata.
         var putOptions: PutOptions {
-            PutOptions(contentType: contentType, customMetadata: metadata, ifGenerationMatch: ifGenerationMatch)
+            PutOptions(properties: properties, customMetadata: metadata, ifGenerationMatch: ifGenerationMatch)
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case bucket, object, ifGenerationMatch, metadata, size, savedAt, reason, retryStopped
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            bucket = try c.decode(String.self, forKey: .bucket)
+            object = try c.decode(String.self, forKey: .object)
+            ifGenerationMatch = try c.decodeIfPresent(Int64.self, forKey: .ifGenerationMatch)
+            properties = try ObjectProperties(from: decoder)
+            metadata = try c.decode([String: String].self, forKey: .metadata)
+            size = try c.decode(Int64.self, forKey: .size)
+            savedAt = try c.decode(Date.self, forKey: .savedAt)
+            reason = try c.decode(String.self, forKey: .reason)
+            retryStopped = try c.decodeIfPresent(String.self, forKey: .retryStopped)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            try properties.encode(to: encoder)
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(bucket, forKey: .bucket)
+            try c.encode(object, forKey: .object)
+            try c.encodeIfPresent(ifGenerationMatch, forKey: .ifGenerationMatch)
+            try c.encode(metadata, forKey: .metadata)
+            try c.encode(size, forKey: .size)
+            try c.encode(savedAt, forKey: .savedAt)
+            try c.encode(reason, forKey: .reason)
+            try c.encodeIfPresent(retryStopped, forKey: .retryStopped)
         }
     }
 
@@ -91,7 +145,7 @@ public struct RecoveryFolder: Sendable {
             var info = stat()
             let size = stat(target, &info) == 0 ? Int64(info.st_size) : 0
             let entry = Entry(
-                bucket: bucket, object: objectName, ifGenerationMatch: options.ifGenerationMatch, contentType: options.contentType,
+                bucket: bucket, object: objectName, ifGenerationMatch: options.ifGenerationMatch, properties: options.properties,
                 metadata: options.customMetadata, size: size, savedAt: Date(), reason: reason, retryStopped: notRetried)
             try Self.write(entry, to: target + Self.sidecarSuffix)
             return target

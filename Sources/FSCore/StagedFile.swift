@@ -152,11 +152,7 @@ final class StagedFile: Sendable {
     func takeAlong(_ patch: MetadataPatch) -> Bool {
         rideAlong { s in
             for (key, value) in patch.customMetadata { s.pendingMetadata[key] = value }
-            if let v = patch.contentType { s.pendingProperties.contentType = v }
-            if let v = patch.cacheControl { s.pendingProperties.cacheControl = v }
-            if let v = patch.contentDisposition { s.pendingProperties.contentDisposition = v }
-            if let v = patch.contentEncoding { s.pendingProperties.contentEncoding = v }
-            if let v = patch.contentLanguage { s.pendingProperties.contentLanguage = v }
+            s.pendingProperties.properties.merge(patch.properties)
         }
     }
 

@@ -27,15 +27,17 @@ public final class FileSystem: FileSystemOperations {
     /// Where staged files live: `cacheDirectory/staging`, or a temporary
     /// directory of this process without a cache directory.
     let stagingDirectory: String
-    /// Where the bytes of failed uploads are kept (nil without a cache
+    /// Failed uploads' bytes, leftovers and retries (nil without a cache
     /// directory: then a failed upload's bytes stay only until release).
-    let recovery: RecoveryFolder?
+    let recoveryStore: RecoveryStore?
+    /// Where the bytes of failed uploads are kept.
+    var recovery: RecoveryFolder? { recoveryStore?.folder }
     /// Asked by flush whether the closing process holds the file open
     /// elsewhere (nil: every flush of a dirty file uploads).
     let descriptors: (any DescriptorProbe)?
     /// Uploads the recovery folder's entries again while mounted (nil
     /// without a recovery folder or with `recoveryRetryInterval` 0).
-    let retrier: RecoveryRetrier?
+    var retrier: RecoveryRetrier? { recoveryStore?.retrier }
     /// See `setKernelCacheInvalidator` (nil: no kernel to tell, as in
     /// tests). A leaf lock: held only to read or set the closure.
     let kernelCacheInvalidator = Mutex<(@Sendable (KernelCacheEntries) -> Void)?>(nil)
@@ -92,10 +94,14 @@ public final class FileSystem: FileSystemOperations {
     /// mount should create and check the directory first.
     ///   - descriptors: see `DescriptorProbe` (the CLI passes a
     ///     `ProcDescriptorProbe` of its mountpoint).
+    ///   - recovery: the mount's recovery store, if the caller made it
+    ///     already (the CLI does, for `--retry-pending`); otherwise one is
+    ///     made here when there is a cache directory. Either way the
+    ///     leftover scan runs once, when the store is made.
     public init(
         store: any ObjectStore, options: MountOptions, clock: any MonotonicClock = SystemClock(),
         logger: Logger = Logger(label: "bucketfs.core"), mountTime: Date = Date(),
-        descriptors: (any DescriptorProbe)? = nil
+        descriptors: (any DescriptorProbe)? = nil, recovery: RecoveryStore? = nil
     ) {
         self.store = store
         self.descriptors = descriptors
@@ -113,17 +119,17 @@ public final class FileSystem: FileSystemOperations {
             }
         }
         self.blockCache = blockCache
-        let staging = options.cacheDirectory.map { RecoveryFolder.stagingDirectory(cacheDirectory: $0) }
-            ?? FileManager.default.temporaryDirectory.path + "/bucketfs-staging-\(getpid())-\(UUID().uuidString.prefix(8))"
-        self.stagingDirectory = staging
-        self.recovery = options.cacheDirectory.map { RecoveryFolder(cacheDirectory: $0, bucket: options.bucket, logger: logger) }
-        RecoveryFolder.adoptLeftovers(staging: staging, recovery: recovery, logger: logger)
-        self.retrier = recovery.flatMap { folder in
-            options.recoveryRetryInterval > 0
-                ? RecoveryRetrier(
-                    folder: folder, store: store, initialInterval: Duration(seconds: options.recoveryRetryInterval),
-                    maxInterval: Duration(seconds: options.recoveryRetryMaxInterval), logger: logger)
-                : nil
+        let recoveryStore = recovery ?? options.cacheDirectory.map {
+            RecoveryStore(cacheDirectory: $0, store: store, options: options, logger: logger)
+        }
+        self.recoveryStore = recoveryStore
+        if let recoveryStore {
+            self.stagingDirectory = recoveryStore.stagingDirectory
+        } else {
+            // A fresh directory of this process: nothing to scan.
+            let staging = FileManager.default.temporaryDirectory.path + "/bucketfs-staging-\(getpid())-\(UUID().uuidString.prefix(8))"
+            self.stagingDirectory = staging
+            RecoveryFolder.makeStagingDirectory(staging, logger: logger)
         }
         self.budget = ReadAheadBudget(limit: options.readAheadBudget)
         self.readAhead = ReadAhead.Configuration(

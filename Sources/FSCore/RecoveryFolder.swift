@@ -226,20 +226,46 @@ public struct RecoveryFolder: Sendable {
         return found.sorted { $0.0 < $1.0 }
     }
 
-    /// Uploads every pending entry of this bucket with its recorded
-    /// precondition; an entry that uploads is removed. Returns the paths
-    /// uploaded and the ones that failed (with why).
+    /// Uploads every pending entry of this bucket (those whose background
+    /// retries stopped too) by the rules of `retry`. Returns the paths
+    /// uploaded and the ones that were not (with why).
     public func retryAll(store: any ObjectStore) async -> (uploaded: [String], failed: [(String, StoreError)]) {
+        await retry(pending().filter { $0.entry.bucket == bucket }, store: store, success: "recovered: uploaded a pending file")
+    }
+
+    /// The one retry routine, for `--retry-pending` (`retryAll`) and the
+    /// background loop (`RecoveryRetrier`): each entry is uploaded with its
+    /// recorded precondition and options and removed once uploaded
+    /// (`whenUploaded` runs first). A transient failure ends the pass: the
+    /// service is still unreachable, and the entries after it would only
+    /// spend their retry budgets the same way (they are reported with that
+    /// cause). Any other failure (someone else changed the object, the
+    /// service refuses it for good) is written into the entry's sidecar
+    /// (`retryStopped`), so no background pass tries it again. An entry
+    /// `skip` names (its object is being written in the mount) is left for
+    /// that file's own upload. `success` is the notice logged per upload.
+    func retry(
+        _ entries: [(path: String, entry: Entry)], store: any ObjectStore, success: String, skip: (String) -> Bool = { _ in false },
+        whenUploaded: (Entry, ObjectInfo) -> Void = { _, _ in }
+    ) async -> (uploaded: [String], failed: [(String, StoreError)]) {
         var uploaded: [String] = []
         var failed: [(String, StoreError)] = []
-        for (path, entry) in pending() where entry.bucket == bucket {
-            do {
-                _ = try await upload(path, entry, store: store)
+        for (index, (path, entry)) in entries.enumerated() where !skip(entry.object) {
+            do throws(StoreError) {
+                _ = try await upload(path, entry, store: store) { info in whenUploaded(entry, info) }
                 uploaded.append(path)
-                logger.notice("recovered: uploaded a pending file", metadata: ["object": "\(entry.object)", "from": "\(path)"])
+                logger.notice("\(success)", metadata: [
+                    "object": "\(entry.object)", "size": "\(entry.size)", "from": "\(path)"])
+            } catch where error.isTransient {
+                logger.info("recovery entry still not uploaded; the service is unreachable", metadata: [
+                    "object": "\(entry.object)", "cause": "\(error)"])
+                failed += entries[index...].filter { !skip($0.entry.object) }.map { ($0.path, error) }
+                break
             } catch {
                 failed.append((path, error))
-                logger.error("pending file not uploaded; it stays in the recovery folder", metadata: [
+                let why = if case .preconditionFailed = error { "the object changed since the bytes were written" } else { "\(error)" }
+                markStopped(objectName: entry.object, savedAt: entry.savedAt, reason: why)
+                logger.error("recovery entry not uploaded; it stays in the recovery folder", metadata: [
                     "object": "\(entry.object)", "path": "\(path)", "cause": "\(error)"])
             }
         }
@@ -281,8 +307,12 @@ public struct RecoveryFolder: Sendable {
         for name in names where name.hasSuffix(journalSuffix) && !names.contains(String(name.dropLast(journalSuffix.count))) {
             try? fm.removeItem(atPath: staging + "/" + name)
         }
+        makeStagingDirectory(staging, logger: logger)
+    }
+
+    static func makeStagingDirectory(_ staging: String, logger: Logger) {
         do {
-            try fm.createDirectory(atPath: staging, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
         } catch {
             logger.error("cannot create the staging directory: writes will fail", metadata: ["directory": "\(staging)", "cause": "\(error)"])
         }

@@ -223,14 +223,14 @@ public final class FileSystem: FileSystemOperations {
             files: 1 << 32, freeFiles: 1 << 32, maximumNameLength: UInt64(PathRules.maximumNameLength))
     }
 
-    // MARK: - Introspection (tests, diagnostics)
+    // MARK: - Introspection (tests only: diagnostics go through `status()`)
 
     /// Inodes currently known, the root included.
-    public var knownInodeCount: Int { state.withLock { $0.inodes.count } }
+    var knownInodeCount: Int { state.withLock { $0.inodes.count } }
 
     /// The lookup count the core holds for `inode` (nil if unknown).
-    public func lookupCount(_ inode: UInt64) -> UInt64? { state.withLock { $0.inodes[inode]?.lookups } }
+    func lookupCount(_ inode: UInt64) -> UInt64? { state.withLock { $0.inodes[inode]?.lookups } }
 
     /// Bytes reserved by read-ahead buffers of all open files.
-    public var readAheadBytesInUse: Int64 { budget.inUse }
+    var readAheadBytesInUse: Int64 { budget.inUse }
 }

@@ -84,9 +84,7 @@ struct ErrnoTests {
     @Test func aQuotaFailurePastTheUploadWindowIsAnIOError() async throws {
         let cache = temporaryDirectory("quota")
         defer { removeDirectory(cache) }
-        let h = try Harness(options: MountOptions(
-            uid: 1000, gid: 1000, cacheDirectory: cache, bucket: "b", uploadRetryWindow: 0.3,
-            recoveryRetryInterval: 0, recoveryRetryMaxInterval: 0))
+        let h = try Harness(options: UploadRetryTests.options(cache, window: 0.3))
         h.store.setFaultHook { operation, _ in operation == .put ? .quotaExceeded("429 rate limit") : nil }
         let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "limited.txt", mode: 0o644, flags: O_WRONLY)
         _ = try await h.fs.write(entry.attributes.inode, handle: open.handle, offset: 0, data: bytes(1000, seed: 9))

@@ -7,10 +7,16 @@ import Testing
 /// for `uploadRetryWindow`, then the bytes wait in the recovery folder and
 /// are uploaded in the background while mounted, never over newer objects.
 @Suite struct UploadRetryTests {
-    func options(_ cache: String, window: TimeInterval, interval: TimeInterval = 0) -> MountOptions {
+    /// A mount on `cache` whose close retries for `window` seconds and whose
+    /// background retries run every `interval` seconds (0: none).
+    static func options(_ cache: String, window: TimeInterval, interval: TimeInterval = 0) -> MountOptions {
         MountOptions(
             uid: 1000, gid: 1000, cacheDirectory: cache, bucket: "b", uploadRetryWindow: window,
             recoveryRetryInterval: interval, recoveryRetryMaxInterval: interval)
+    }
+
+    func options(_ cache: String, window: TimeInterval, interval: TimeInterval = 0) -> MountOptions {
+        Self.options(cache, window: window, interval: interval)
     }
 
     /// Creates `name` in the root with `content`; returns its inode and handle.
@@ -157,9 +163,7 @@ import Testing
     @Test func aBackgroundRetryUploadsEveryStandardProperty() async throws {
         let cache = temporaryDirectory("props")
         defer { removeDirectory(cache) }
-        let h = try Harness(options: MountOptions(
-            uid: 1000, gid: 1000, cacheDirectory: cache, bucket: "b", uploadRetryWindow: 0.3,
-            recoveryRetryInterval: 0.1, recoveryRetryMaxInterval: 0.1))
+        let h = try Harness(options: UploadRetryTests.options(cache, window: 0.3, interval: 0.1))
         let down = Atomic<Bool>(true)
         h.store.setFaultHook { operation, _ in
             operation == .put && down.load(ordering: .relaxed) ? .unavailable("endpoint unreachable") : nil

@@ -61,6 +61,13 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
+        // Test doubles of the core (the in-memory store, its conformance
+        // suite, a manual clock) for the test targets; the product never
+        // links it.
+        .target(name: "FSCoreTesting", dependencies: ["FSCore", "StorageKit"]),
+        // Helpers every test target shares (free ports, seeded generators,
+        // the environment scripts/test.sh exports); depends on nothing.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .target(
             name: "FuseBridge",
             dependencies: [
@@ -92,17 +99,18 @@ let package = Package(
         .executableTarget(name: "bucketfs", dependencies: ["BucketFSCLI"]),
         // <sys/xattr.h> for tests that call the xattr syscalls themselves.
         .systemLibrary(name: "CXattr", path: "Tests/CXattr"),
-        .testTarget(name: "TransportTests", dependencies: ["Transport"]),
-        .testTarget(name: "FSCoreTests", dependencies: ["FSCore", "StorageKit", "CXattr"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
+        .testTarget(name: "FSCoreTests", dependencies: ["FSCore", "FSCoreTesting", "TestSupport", "StorageKit", "CXattr"]),
         .testTarget(
             name: "FuseBridgeTests",
             dependencies: ["FuseBridge", "FSCore", "CXattr", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "CLITests", dependencies: ["BucketFSCLI", "StorageKit"]),
-        .testTarget(name: "MountTests", dependencies: ["StorageKit", "Transport", "FSCore", "CXattr"]),
+        .testTarget(
+            name: "MountTests", dependencies: ["StorageKit", "Transport", "FSCore", "FSCoreTesting", "TestSupport", "CXattr"]),
         .testTarget(
             name: "StorageKitTests",
-            dependencies: ["StorageKit", "Transport"],
+            dependencies: ["StorageKit", "Transport", "TestSupport"],
             resources: [.copy("Fixtures")]
         ),
         // The Swift samples of the Firebase Storage documents (shared/seeds),

@@ -95,15 +95,15 @@ struct MountCommand: AsyncParsableCommand {
         guard let cacheDirectory = options.cacheDirectory else { throw CLIError.usage("no cache directory") }
         try FilesystemFlags.createCacheDirectory(cacheDirectory)
         let store = StorageKitObjectStore(storage: storage)
-        let recovery = RecoveryFolder(cacheDirectory: cacheDirectory, bucket: target.bucket, logger: logger)
-        // Unsaved writes a killed mount left in staging/ join the recovery
-        // folder first, so they are reported and retried with the rest.
-        RecoveryFolder.adoptLeftovers(
-            staging: RecoveryFolder.stagingDirectory(cacheDirectory: cacheDirectory), recovery: recovery, logger: logger)
-        await PendingUploads.handle(recovery, store: store, retry: retryPending, logger: logger)
+        // One recovery store for the mount: unsaved writes a killed mount
+        // left in staging/ join the recovery folder as it is made (the only
+        // leftover scan), so they are reported and retried with the rest.
+        let recovery = RecoveryStore(
+            cacheDirectory: cacheDirectory, store: store, options: options, logger: Logger(label: "bucketfs.fs"))
+        await PendingUploads.handle(recovery.folder, store: store, retry: retryPending, logger: logger)
         let fs = FileSystem(
             store: store, options: options, logger: Logger(label: "bucketfs.fs"),
-            descriptors: ProcDescriptorProbe(mountpoint: mountpoint))
+            descriptors: ProcDescriptorProbe(mountpoint: mountpoint), recovery: recovery)
         try await metrics?.start(filesystem: fs, logger: logger)
         if retryPending, fs.retryRecoveryEntriesInBackground() > 0 {
             logger.notice("pending files that could not be uploaded yet are retried in the background while mounted")

@@ -79,7 +79,7 @@ enum BlockFile {
         var done = 0
         while done < count {
             let n = pread(fd, buffer + done, count - done, off_t(offset) + off_t(done))
-            if n < 0 && errno == EINTR { continue }
+            if n < 0 && wasInterrupted(errno) { continue }
             guard n > 0 else {
                 free(buffer)
                 return nil
@@ -95,7 +95,7 @@ enum BlockFile {
             var done = 0
             while done < buffer.count {
                 let n = Glibc.write(fd, buffer.baseAddress! + done, buffer.count - done)
-                if n < 0 && errno == EINTR { continue }
+                if n < 0 && wasInterrupted(errno) { continue }
                 guard n > 0 else { return false }
                 done += n
             }

@@ -158,13 +158,13 @@ enum ExtendedAttributeRules {
     static func value(_ name: ExtendedAttributeName, of info: ObjectInfo?) throws(FSError) -> Data {
         let text: String?
         switch name {
-        case .unsupportedNamespace: throw FSError(EOPNOTSUPP, "only user.* and gcs.* attributes exist here")
-        case .reservedKey(let key): throw FSError(ENODATA, "\(key) is a POSIX attribute, not an extended attribute")
-        case .unknownProperty(let property): throw FSError(ENODATA, "no property gcs.\(property)")
+        case .unsupportedNamespace: throw FSError(.notSupported, "only user.* and gcs.* attributes exist here")
+        case .reservedKey(let key): throw FSError(.noAttribute, "\(key) is a POSIX attribute, not an extended attribute")
+        case .unknownProperty(let property): throw FSError(.noAttribute, "no property gcs.\(property)")
         case .custom(let key): text = info?.customMetadata[key]
         case .property(let property): text = info.flatMap(property.value)
         }
-        guard let text else { throw FSError(ENODATA, "no such attribute") }
+        guard let text else { throw FSError(.noAttribute, "no such attribute") }
         return Data(text.utf8)
     }
 
@@ -180,21 +180,21 @@ enum ExtendedAttributeRules {
         let text = try value.map { data throws(FSError) in try Self.text(data) }
         switch name {
         case .unsupportedNamespace:
-            throw FSError(EOPNOTSUPP, "only user.* and gcs.* attributes can be stored")
+            throw FSError(.notSupported, "only user.* and gcs.* attributes can be stored")
         case .unknownProperty(let property):
-            throw FSError(EOPNOTSUPP, "gcs.\(property) is no property of an object")
+            throw FSError(.notSupported, "gcs.\(property) is no property of an object")
         case .reservedKey(let key):
-            throw FSError(EPERM, "\(key) holds a POSIX attribute; chmod, chown or touch change it")
+            throw FSError(.notPermitted, "\(key) holds a POSIX attribute; chmod, chown or touch change it")
         case .property(let property):
-            guard property.isWritable else { throw FSError(EPERM, "gcs.\(property.rawValue) is read-only") }
+            guard property.isWritable else { throw FSError(.notPermitted, "gcs.\(property.rawValue) is read-only") }
             return property.patch(text)
         case .custom(let key):
-            guard !key.isEmpty else { throw FSError(EINVAL, "empty custom metadata key") }
+            guard !key.isEmpty else { throw FSError(.invalid, "empty custom metadata key") }
             guard key.utf8.count <= maximumKeyBytes else {
-                throw FSError(E2BIG, "custom metadata keys are at most \(maximumKeyBytes) bytes")
+                throw FSError(.attributeTooLarge, "custom metadata keys are at most \(maximumKeyBytes) bytes")
             }
             if let text, text.utf8.count > maximumValueBytes {
-                throw FSError(E2BIG, "custom metadata values are at most \(maximumValueBytes) bytes")
+                throw FSError(.attributeTooLarge, "custom metadata values are at most \(maximumValueBytes) bytes")
             }
             var patch = MetadataPatch()
             patch.customMetadata[key] = .some(text)
@@ -208,17 +208,17 @@ enum ExtendedAttributeRules {
     /// client reads is exactly what was written.
     static func text(_ value: Data) throws(FSError) -> String {
         guard let text = String(validating: value, as: UTF8.self) else {
-            throw FSError(EINVAL, "extended attribute values must be UTF-8 text")
+            throw FSError(.invalid, "extended attribute values must be UTF-8 text")
         }
-        guard !value.contains(0) else { throw FSError(EINVAL, "extended attribute values cannot contain NUL") }
+        guard !value.contains(0) else { throw FSError(.invalid, "extended attribute values cannot contain NUL") }
         return text
     }
 
     /// XATTR_CREATE on an existing attribute is EEXIST; XATTR_REPLACE on a
     /// missing one ENODATA (both as setxattr(2) defines them).
     static func checkFlags(_ flags: Int32, exists: Bool) throws(FSError) {
-        if flags & createFlag != 0, exists { throw FSError(EEXIST, "XATTR_CREATE: the attribute exists") }
-        if flags & replaceFlag != 0, !exists { throw FSError(ENODATA, "XATTR_REPLACE: no such attribute") }
+        if flags & createFlag != 0, exists { throw FSError(.exists, "XATTR_CREATE: the attribute exists") }
+        if flags & replaceFlag != 0, !exists { throw FSError(.noAttribute, "XATTR_REPLACE: no such attribute") }
     }
 
     /// Bytes of keys and values of a custom metadata map.
@@ -240,7 +240,7 @@ enum ExtendedAttributeRules {
         let before = customMetadataBytes(metadata)
         let after = customMetadataBytes(applying(patch, to: metadata))
         if after > maximumCustomMetadataBytes, after > before {
-            throw FSError(E2BIG, "custom metadata would be \(after) bytes; at most \(maximumCustomMetadataBytes) per object")
+            throw FSError(.attributeTooLarge, "custom metadata would be \(after) bytes; at most \(maximumCustomMetadataBytes) per object")
         }
     }
 }

@@ -17,11 +17,11 @@ extension FileSystem {
     public func setattr(_ inode: UInt64, handle: UInt64?, changes: AttributeChanges) async throws(FSError) -> AttributesReply {
         let target = try record(inode)
         try refuseIfReadOnly("setattr of \(target.path)")
-        guard inode != InodeTable.root else { throw FSError(EPERM, "the mount's root takes its attributes from the mount options") }
+        guard inode != InodeTable.root else { throw FSError(.notPermitted, "the mount's root takes its attributes from the mount options") }
         if let size = changes.size {
-            guard target.kind == .file else { throw FSError(target.kind == .directory ? EISDIR : EINVAL, "truncate of \(target.path)") }
-            guard size >= 0 else { throw FSError(EINVAL, "negative size") }
-            guard size <= Self.maximumFileSize else { throw FSError(EFBIG, "truncate past 5 TiB") }
+            guard target.kind == .file else { throw FSError(target.kind == .directory ? .isDirectory : .invalid, "truncate of \(target.path)") }
+            guard size >= 0 else { throw FSError(.invalid, "negative size") }
+            guard size <= Self.maximumFileSize else { throw FSError(.tooLarge, "truncate past 5 TiB") }
             try await truncate(inode, target.path, to: size)
         }
         if changes.changesMetadata {

@@ -49,7 +49,7 @@ extension FileSystem {
     /// kernel drops them itself when this mount changes the directory.
     public func openDirectory(_ inode: UInt64) async throws(FSError) -> OpenReply {
         let directory = try record(inode)
-        guard directory.kind == .directory else { throw FSError(ENOTDIR, "opendir of file \(directory.path)") }
+        guard directory.kind == .directory else { throw FSError(.notDirectory, "opendir of file \(directory.path)") }
         let listed = PathRules.listingPrefix(objectPrefix, directory.path)
         let listing = try await listing(of: listed, path: directory.path)
         let cacheable = options.statTTL > 0
@@ -141,7 +141,7 @@ extension FileSystem {
             do {
                 page = try await store.list(prefix: listed, pageToken: token, maxResults: Self.listPageSize)
             } catch {
-                throw failure(error, "list", path + "/")
+                throw failure(error, during: .list, "list", path + "/")
             }
             whole.prefixes += page.prefixes
             whole.items += page.items
@@ -177,8 +177,8 @@ extension FileSystem {
 
     public func readdir(_ inode: UInt64, handle: UInt64, offset: Int64) async throws(FSError) -> [DirectoryEntry] {
         try state.withLock { s throws(FSError) in
-            guard var directory = s.directories[handle] else { throw FSError(EBADF, "no directory handle \(handle)") }
-            guard offset >= 0 else { throw FSError(EINVAL, "readdir offset \(offset)") }
+            guard var directory = s.directories[handle] else { throw FSError(.badHandle, "no directory handle \(handle)") }
+            guard offset >= 0 else { throw FSError(.invalid, "readdir offset \(offset)") }
             if directory.source != nil {
                 s.directories[handle] = nil  // changed in place, not copied
                 makeEntries(&directory, &s)

@@ -43,7 +43,7 @@ extension FileSystem {
         let patch = try ExtendedAttributeRules.patch(attribute, nil)
         let record = try record(inode)
         _ = try await changeMetadata(of: inode, record: record, patch) { current throws(FSError) in
-            guard ExtendedAttributeRules.exists(attribute, on: current) else { throw FSError(ENODATA, "no such attribute") }
+            guard ExtendedAttributeRules.exists(attribute, on: current) else { throw FSError(.noAttribute, "no such attribute") }
         }
     }
 
@@ -73,7 +73,7 @@ extension FileSystem {
     ) async throws(FSError) -> ObjectInfo {
         try refuseIfReadOnly("metadata change of \(record.path)")
         guard let object = carrierName(record) else {
-            throw FSError(EOPNOTSUPP, "the bucket root is no object and cannot carry metadata")
+            throw FSError(.notSupported, "the bucket root is no object and cannot carry metadata")
         }
         // A file with unsaved writes takes the change into its coming
         // upload instead of patching the object under it.
@@ -105,10 +105,10 @@ extension FileSystem {
                 case .preconditionFailed, .notFound: lostRace = true
                 default: lostRace = false
                 }
-                guard lostRace else { throw failure(error, "patch", record.path) }
+                guard lostRace else { throw failure(error, during: .metadata, "patch", record.path) }
                 guard attempt == 1 else {
                     logger.warning("metadata change lost a race twice", metadata: ["object": "\(object)", "cause": "\(error)"])
-                    throw FSError(EAGAIN, "\(object) was changed by someone else twice meanwhile: \(error)")
+                    throw FSError(.tryAgain, "\(object) was changed by someone else twice meanwhile: \(error)")
                 }
                 logger.debug("metadata changed meanwhile; reading it again", metadata: ["object": "\(object)", "cause": "\(error)"])
                 current = try await attributeCarrier(of: inode, record, fresh: true)
@@ -146,7 +146,7 @@ extension FileSystem {
             case (.file, .file(let info)), (.symlink, .file(let info)): return info
             case (.directory, .directory(let placeholder?)): return placeholder
             case (.directory, .directory(nil)): break  // listings do not say whether a placeholder exists
-            default: throw FSError(ENOENT, "\(objectName(record.path)) is gone or no longer a \(record.kind)")
+            default: throw FSError(.notFound, "\(objectName(record.path)) is gone or no longer a \(record.kind)")
             }
         }
         let result = await statResult(object)
@@ -159,9 +159,9 @@ extension FileSystem {
             return nil
         case .failure(.notFound):
             state.withLock { $0.stats.insert(record.path, .absent, now: later) }
-            throw failure(.notFound(object), "stat", record.path)
+            throw failure(.notFound(object), during: .lookup, "stat", record.path)
         case .failure(let error):
-            throw failure(error, "stat", record.path)
+            throw failure(error, during: .lookup, "stat", record.path)
         }
     }
 

@@ -22,7 +22,7 @@ extension FileSystem {
     /// generation if needed.
     public func open(_ inode: UInt64, flags: Int32) async throws(FSError) -> OpenReply {
         let file = try record(inode)
-        guard file.kind != .directory else { throw FSError(EISDIR, "open of directory \(file.path)") }
+        guard file.kind != .directory else { throw FSError(.isDirectory, "open of directory \(file.path)") }
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
         if writing { try refuseIfReadOnly("open for writing of \(file.path)") }
 
@@ -34,13 +34,13 @@ extension FileSystem {
         if writing {
             let staged = try makeStagedFile(path: file.path, base: info, truncated: flags & O_TRUNC != 0)
             guard let reply = try await attach(inode, staged, fresh: true, writable: true, truncate: flags & O_TRUNC != 0) else {
-                throw FSError(EIO, "open of \(file.path): a new staged file was refused")
+                throw FSError(.ioError, "open of \(file.path): a new staged file was refused")
             }
             return reply
         }
         let reader = makeReader(file.path, info)
         return try state.withLock { s throws(FSError) in
-            guard s.inodes[inode] != nil else { throw FSError(ENOENT, "inode \(inode) forgotten during open") }
+            guard s.inodes[inode] != nil else { throw FSError(.notFound, "inode \(inode) forgotten during open") }
             let unchanged = s.inodes.noteOpen(inode, generation: info.generation)
             return newHandle(OpenFile(inode: inode, reader: reader, writable: false), &s, keepCache: unchanged)
         }
@@ -59,9 +59,9 @@ extension FileSystem {
             return fresh
         case .failure(.notFound):
             state.withLock { $0.stats.insert(path, .absent, now: later) }
-            throw failure(.notFound(objectName(path)), "open", path)
+            throw failure(.notFound(objectName(path)), during: .lookup, "open", path)
         case .failure(let error):
-            throw failure(error, "stat", path)
+            throw failure(error, during: .lookup, "stat", path)
         }
     }
 
@@ -85,7 +85,7 @@ extension FileSystem {
         _ inode: UInt64, _ candidate: StagedFile, fresh: Bool, writable: Bool, truncate: Bool
     ) async throws(FSError) -> OpenReply? {
         let attached = try state.withLock { s throws(FSError) -> (OpenReply, StagedFile)? in
-            guard s.inodes[inode] != nil else { throw FSError(ENOENT, "inode \(inode) forgotten during open") }
+            guard s.inodes[inode] != nil else { throw FSError(.notFound, "inode \(inode) forgotten during open") }
             let staged: StagedFile
             if let registered = s.staged[inode] {
                 staged = registered
@@ -134,22 +134,22 @@ extension FileSystem {
     }
 
     private func readBytes(handle: UInt64, offset: Int64, size: Int) async throws(FSError) -> Data {
-        guard let (file, staged) = openFile(handle) else { throw FSError(EBADF, "no file handle \(handle)") }
-        guard offset >= 0, size >= 0 else { throw FSError(EINVAL, "read of \(size) bytes at \(offset)") }
+        guard let (file, staged) = openFile(handle) else { throw FSError(.badHandle, "no file handle \(handle)") }
+        guard offset >= 0, size >= 0 else { throw FSError(.invalid, "read of \(size) bytes at \(offset)") }
         if let staged { return try await staged.read(at: offset, count: size) }
-        guard let reader = file.reader else { throw FSError(EBADF, "handle \(handle) has nothing to read") }
+        guard let reader = file.reader else { throw FSError(.badHandle, "handle \(handle) has nothing to read") }
         do {
             return try await reader.read(offset: offset, size: size)
         } catch .notFound(let message) {
-            let stale = FSError(ESTALE, "generation \(reader.info.generation) of \(reader.objectName) is gone: \(message)")
+            let stale = FSError(.stale, "generation \(reader.info.generation) of \(reader.objectName) is gone: \(message)")
             logger.warning("read of a replaced or deleted object", metadata: [
-                "object": "\(reader.objectName)", "generation": "\(reader.info.generation)", "errno": "\(ESTALE)"])
+                "object": "\(reader.objectName)", "generation": "\(reader.info.generation)", "errno": "\(stale.errno)"])
             // Attributes only: this read holds the kernel's lock on the page
             // it reads, which a page invalidation would wait for.
             await forgetReplaced(String(reader.objectName.dropFirst(objectPrefix.count)), pages: false)
             throw stale
         } catch {
-            throw failure(error, "read", String(reader.objectName.dropFirst(objectPrefix.count)))
+            throw failure(error, during: .read, "read", String(reader.objectName.dropFirst(objectPrefix.count)))
         }
     }
 

@@ -58,7 +58,7 @@ extension FileSystem {
                     placeholder ? "listed directory's placeholder may not be read" : "listed object may not be read; not shown",
                     metadata: ["object": "\(name)", "cause": "\(message)"])
             case .failure(let error):
-                throw failure(error, "stat", mountPath(name))
+                throw failure(error, during: .lookup, "stat", mountPath(name))
             }
         }
         var complete = page

@@ -8,9 +8,9 @@ extension FileSystem {
     public func lookup(parent: UInt64, name: String) async throws(FSError) -> EntryReply {
         do {
             return try await lookupChild(parent: parent, name: name)
-        } catch where error.errno == ENOENT && name.utf8.count > PathRules.maximumNameLength {
+        } catch where error.is(.notFound) && name.utf8.count > PathRules.maximumNameLength {
             // No such name, and none this long could be created.
-            throw FSError(ENAMETOOLONG, "\(name.utf8.count) bytes, more than \(PathRules.maximumNameLength)")
+            throw FSError(.nameTooLong, "\(name.utf8.count) bytes, more than \(PathRules.maximumNameLength)")
         }
     }
 
@@ -83,7 +83,7 @@ extension FileSystem {
         guard let attributes = attributes(node, inode: inode), node.kind == record.kind else {
             // Gone, or its name now means a directory instead of a file (or
             // the reverse): the kernel drops this inode and looks up again.
-            throw FSError(ENOENT, "\(record.path) is gone")
+            throw FSError(.notFound, "\(record.path) is gone")
         }
         return AttributesReply(attributes: attributes, timeout: options.kernelTimeout)
     }
@@ -121,7 +121,7 @@ extension FileSystem {
         do {
             page = try await store.list(prefix: listed, pageToken: nil, maxResults: Self.listPageSize)
         } catch {
-            throw failure(error, "list", directory + "/")
+            throw failure(error, during: .lookup, "list", directory + "/")
         }
         guard page.nextPageToken == nil else { return nil }
         let listing = ListingCache.Listing(page, readAt: started, completedAt: clock.now)
@@ -133,7 +133,7 @@ extension FileSystem {
 
     /// The inode of `path` as `node` says, with one kernel lookup counted.
     private func countedEntry(_ path: String, _ node: StatCache.Node, _ s: inout State) throws(FSError) -> EntryReply {
-        guard let kind = node.kind else { throw FSError(ENOENT, "\(objectName(path)) does not exist") }
+        guard let kind = node.kind else { throw FSError(.notFound, "\(objectName(path)) does not exist") }
         let inode = s.inodes.lookup(path, kind: kind)
         return entryReply(attributes(node, inode: inode)!)
     }
@@ -161,14 +161,14 @@ extension FileSystem {
         case .success(let info): placeholderInfo = info
         case .failure(.notFound): placeholderInfo = nil
         case .failure(.permissionDenied(let m)): refusal = (.permissionDenied(m), path + "/")
-        case .failure(let error): throw failure(error, "stat", path + "/")
+        case .failure(let error): throw failure(error, during: .lookup, "stat", path + "/")
         }
         var hasChildren = false
         switch childrenResult {
         case .success(let page):
             hasChildren = !page.prefixes.isEmpty || !page.items.isEmpty || !page.placeholders.isEmpty || page.nextPageToken != nil
         case .failure(.permissionDenied(let m)): refusal = refusal ?? (.permissionDenied(m), path + "/")
-        case .failure(let error): throw failure(error, "list", path + "/")
+        case .failure(let error): throw failure(error, during: .lookup, "list", path + "/")
         }
         if placeholderInfo != nil || hasChildren {
             return .directory(placeholder: placeholderInfo)
@@ -177,14 +177,14 @@ extension FileSystem {
         case .success(let info): return .file(info)
         case .failure(.notFound): break
         case .failure(.permissionDenied(let m)): refusal = refusal ?? (.permissionDenied(m), path)
-        case .failure(let error): throw failure(error, "stat", path)
+        case .failure(let error): throw failure(error, during: .lookup, "stat", path)
         }
         guard let (error, refusedPath) = refusal else { return .absent }
         if store.capabilities.accessRulesPerPath && !path.contains("/") {
             logger.debug("refused name at the top of the mount taken for a directory", metadata: ["object": "\(name)"])
             return .directory(placeholder: nil)
         }
-        throw failure(error, "stat", refusedPath)
+        throw failure(error, during: .lookup, "stat", refusedPath)
     }
 
     /// A stale entry of a known inode: a file needs one stat (whether a
@@ -195,7 +195,7 @@ extension FileSystem {
         switch await statResult(objectName(record.path)) {
         case .success(let info): return .file(info)
         case .failure(.notFound): return .absent
-        case .failure(let error): throw failure(error, "stat", record.path)
+        case .failure(let error): throw failure(error, during: .lookup, "stat", record.path)
         }
     }
 

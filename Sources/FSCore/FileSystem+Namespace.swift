@@ -17,9 +17,9 @@ extension FileSystem {
             touchDirectories(parent)
             return noteCreated(path, .directory(placeholder: info))
         } catch .preconditionFailed {
-            throw FSError(EEXIST, "\(objectName(path))/ already exists")
+            throw FSError(.exists, "\(objectName(path))/ already exists")
         } catch {
-            throw failure(error, "mkdir", path)
+            throw failure(error, during: .create, "mkdir", path)
         }
     }
 
@@ -34,7 +34,7 @@ extension FileSystem {
     public func unlink(parent: UInt64, name: String) async throws(FSError) {
         let path = try existingEntryPath(parent: parent, name: name, "unlink")
         let (kind, staged) = known(path)
-        if kind == .directory { throw FSError(EISDIR, "unlink of directory \(path)") }
+        if kind == .directory { throw FSError(.isDirectory, "unlink of directory \(path)") }
         var generation: Int64?
         if let staged {
             // No upload starts once it is unlinked; one already under way
@@ -66,7 +66,7 @@ extension FileSystem {
         } catch {
             state.withLock { $0.stats.invalidate(path) }
             kept?.state.withLock { $0.unlinked = false }
-            throw failure(error, "delete", path)
+            throw failure(error, during: .delete, "delete", path)
         }
         touchDirectories(parent)
         forgetName(path)
@@ -77,9 +77,9 @@ extension FileSystem {
     public func rmdir(parent: UInt64, name: String) async throws(FSError) {
         let path = try existingEntryPath(parent: parent, name: name, "rmdir")
         if let kind = known(path).kind, kind != .directory {
-            throw FSError(ENOTDIR, "rmdir of file \(path)")
+            throw FSError(.notDirectory, "rmdir of file \(path)")
         }
-        if try await hasChildren(path) { throw FSError(ENOTEMPTY, "\(objectName(path))/ is not empty") }
+        if try await hasChildren(path) { throw FSError(.notEmpty, "\(objectName(path))/ is not empty") }
         let placeholder = objectName(path) + "/"
         var generation: Int64?
         if case .directory(let info?)? = state.withLock({ $0.stats.lookup(path, now: clock.now) }) { generation = info.generation }
@@ -89,7 +89,7 @@ extension FileSystem {
         } catch .notFound {
             // An implicit directory with nothing below is already gone.
         } catch {
-            throw failure(error, "rmdir", path)
+            throw failure(error, during: .delete, "rmdir", path)
         }
         touchDirectories(parent)
         forgetName(path, directory: true)
@@ -105,17 +105,17 @@ extension FileSystem {
             touchDirectories(parent)
             return noteCreated(path, .file(info))
         } catch .preconditionFailed {
-            throw FSError(EEXIST, "\(objectName(path)) already exists")
+            throw FSError(.exists, "\(objectName(path)) already exists")
         } catch {
-            throw failure(error, "symlink", path)
+            throw failure(error, during: .create, "symlink", path)
         }
     }
 
     public func readlink(_ inode: UInt64) async throws(FSError) -> String {
         let link = try record(inode)
-        guard link.kind == .symlink else { throw FSError(EINVAL, "\(link.path) is not a symbolic link") }
+        guard link.kind == .symlink else { throw FSError(.invalid, "\(link.path) is not a symbolic link") }
         guard let target = try await currentInfo(link.path).symlinkTarget else {
-            throw FSError(EINVAL, "\(link.path) is no longer a symbolic link")
+            throw FSError(.invalid, "\(link.path) is no longer a symbolic link")
         }
         return target
     }
@@ -150,7 +150,7 @@ extension FileSystem {
             let page = try await store.list(prefix: objectName(path) + "/", pageToken: nil, maxResults: 2)
             return !page.items.isEmpty || !page.prefixes.isEmpty || !page.placeholders.isEmpty
         } catch {
-            throw failure(error, "list", below)
+            throw failure(error, during: .list, "list", below)
         }
     }
 

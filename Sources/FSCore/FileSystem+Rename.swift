@@ -24,12 +24,12 @@ extension FileSystem {
     public func rename(parent: UInt64, name: String, newParent: UInt64, newName: String, flags: RenameFlags) async throws(FSError) {
         let source = try existingEntryPath(parent: parent, name: name, "rename")
         let target = try newEntryPath(parent: newParent, name: newName, "rename")
-        guard !flags.contains(.exchange) else { throw FSError(EINVAL, "RENAME_EXCHANGE cannot be done on an object store") }
+        guard !flags.contains(.exchange) else { throw FSError(.invalid, "RENAME_EXCHANGE cannot be done on an object store") }
         guard source != target else { return }
-        guard !target.hasPrefix(source + "/") else { throw FSError(EINVAL, "cannot move \(source) into itself") }
+        guard !target.hasPrefix(source + "/") else { throw FSError(.invalid, "cannot move \(source) into itself") }
 
         let sourceNode = try await node(source)
-        guard let sourceKind = sourceNode.kind else { throw FSError(ENOENT, "\(objectName(source)) does not exist") }
+        guard let sourceKind = sourceNode.kind else { throw FSError(.notFound, "\(objectName(source)) does not exist") }
         // A file being written under the target name is being replaced:
         // no upload of it starts any more, and one under way (a release's)
         // ends before the target's generation is taken as precondition.
@@ -54,16 +54,16 @@ extension FileSystem {
         _ source: String, _ sourceNode: StatCache.Node, _ sourceKind: InodeTable.Kind, to target: String, flags: RenameFlags
     ) async throws(FSError) {
         let targetNode = try await node(target)
-        if flags.contains(.noReplace), targetNode.kind != nil { throw FSError(EEXIST, "\(objectName(target)) exists") }
+        if flags.contains(.noReplace), targetNode.kind != nil { throw FSError(.exists, "\(objectName(target)) exists") }
 
         try checkCopyable(source, sourceNode)
         switch (sourceKind, targetNode) {
         case (.directory, .file):
-            throw FSError(ENOTDIR, "cannot replace file \(target) with a directory")
+            throw FSError(.notDirectory, "cannot replace file \(target) with a directory")
         case (.file, .directory), (.symlink, .directory):
-            throw FSError(EISDIR, "cannot replace directory \(target) with a file")
+            throw FSError(.isDirectory, "cannot replace directory \(target) with a file")
         case (.directory, .directory):
-            if try await hasChildren(target) { throw FSError(ENOTEMPTY, "\(objectName(target))/ is not empty") }
+            if try await hasChildren(target) { throw FSError(.notEmpty, "\(objectName(target))/ is not empty") }
         default:
             break
         }
@@ -86,9 +86,9 @@ extension FileSystem {
         guard !store.capabilities.serverSideCopy else { return }
         switch node {
         case .directory:
-            throw FSError(EXDEV, "rename of directory \(objectName(source)): the store has no server-side copy")
+            throw FSError(.crossDevice, "rename of directory \(objectName(source)): the store has no server-side copy")
         case .file(let info) where info.size > options.renameCopyLimit:
-            throw FSError(EXDEV, "rename of \(objectName(source)) (\(info.size) bytes): the store has no server-side copy, and it is over the limit of \(options.renameCopyLimit) bytes")
+            throw FSError(.crossDevice, "rename of \(objectName(source)) (\(info.size) bytes): the store has no server-side copy, and it is over the limit of \(options.renameCopyLimit) bytes")
         default:
             return
         }
@@ -127,9 +127,9 @@ extension FileSystem {
                 s.stats.invalidate(source)
                 s.stats.invalidate(target)
             }
-            throw FSError(ESTALE, "rename of \(objectName(source)): changed meanwhile (\(message))")
+            throw FSError(.stale, "rename of \(objectName(source)): changed meanwhile (\(message))")
         } catch {
-            throw failure(error, "copy", source)
+            throw failure(error, during: .copy, "copy", source)
         }
         do {
             try await store.delete(objectName(source), ifGenerationMatch: info.generation)
@@ -137,7 +137,7 @@ extension FileSystem {
             // Someone else deleted it meanwhile: the rename still happened.
         } catch {
             // The copy exists: report, leaving both names in the bucket.
-            throw failure(error, "delete after copy", source)
+            throw failure(error, during: .delete, "delete after copy", source)
         }
         staged?.renamed(to: copied)
         let now = clock.now
@@ -224,7 +224,7 @@ extension FileSystem {
         for result in await boundedConcurrently(objects, width: Self.renameWidth, body) {
             switch result {
             case .success(let value): values.append(value)
-            case .failure(let error): throw FSError(error.errno == ENOENT ? EIO : error.errno, "directory rename, \(what): \(error)")
+            case .failure(let error): throw FSError(error, during: .directoryRename, "directory rename, \(what)")
             }
         }
         return values

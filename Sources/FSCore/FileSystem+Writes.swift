@@ -15,13 +15,13 @@ import Glibc
 /// first.
 extension FileSystem {
     func refuseIfReadOnly(_ what: @autoclosure () -> String) throws(FSError) {
-        if options.readOnly { throw FSError(EROFS, "read-only mount: \(what())") }
+        if options.readOnly { throw FSError(.readOnly, "read-only mount: \(what())") }
     }
 
     public func create(parent: UInt64, name: String, mode: UInt32, flags: Int32) async throws(FSError) -> (EntryReply, OpenReply) {
         let path = try newEntryPath(parent: parent, name: name, "create")
         guard mode & UInt32(S_IFMT) == 0 || mode & UInt32(S_IFMT) == UInt32(S_IFREG) else {
-            throw FSError(EPERM, "only regular files can be created: \(path)")
+            throw FSError(.notPermitted, "only regular files can be created: \(path)")
         }
         let metadata = await newEntryMetadata(parent: parent, type: UInt32(S_IFREG), mode: mode)
         let staged = try makeStagedFile(path: path, base: nil, truncated: false)
@@ -53,7 +53,7 @@ extension FileSystem {
         var type = mode & UInt32(S_IFMT)
         if type == 0 { type = UInt32(S_IFREG) }
         guard type == UInt32(S_IFREG) || AttributeMapper.specialTypes.contains(type) else {
-            throw FSError(EINVAL, "mknod of type 0o\(String(type, radix: 8)): \(path)")
+            throw FSError(.invalid, "mknod of type 0o\(String(type, radix: 8)): \(path)")
         }
         var metadata = await newEntryMetadata(parent: parent, type: type, mode: mode)
         metadata[AttributeMapper.mtimeKey] = Self.secondsText(Timestamp(Date()))
@@ -62,19 +62,19 @@ extension FileSystem {
         do {
             info = try await store.put(objectName(path), from: nil, options: PutOptions(customMetadata: metadata, ifGenerationMatch: 0))
         } catch .preconditionFailed {
-            throw FSError(EEXIST, "\(objectName(path)) already exists")
+            throw FSError(.exists, "\(objectName(path)) already exists")
         } catch {
-            throw failure(error, "mknod", path)
+            throw failure(error, during: .create, "mknod", path)
         }
         touchDirectories(parent)
         return noteCreated(path, .file(info))
     }
 
     public func write(_ inode: UInt64, handle: UInt64, offset: Int64, data: Data) async throws(FSError) -> Int {
-        guard let (file, staged) = openFile(handle) else { throw FSError(EBADF, "no file handle \(handle)") }
-        guard file.writable, let staged else { throw FSError(EBADF, "handle \(handle) is not open for writing") }
-        guard offset >= 0 else { throw FSError(EINVAL, "write at \(offset)") }
-        guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(EFBIG, "write past 5 TiB") }
+        guard let (file, staged) = openFile(handle) else { throw FSError(.badHandle, "no file handle \(handle)") }
+        guard file.writable, let staged else { throw FSError(.badHandle, "handle \(handle) is not open for writing") }
+        guard offset >= 0 else { throw FSError(.invalid, "write at \(offset)") }
+        guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(.tooLarge, "write past 5 TiB") }
         try await staged.write(data, at: offset, now: Timestamp(Date()))
         let firstWrite = staged.state.withLock { s -> Bool in
             defer { s.journaled = true }
@@ -176,7 +176,7 @@ extension FileSystem {
         defer { staged.state.withLock { $0.upload = nil } }
         let snapshot = staged.state.withLock { $0 }
         guard let path = state.withLock({ $0.inodes[inode]?.path }) else {
-            return .failure(FSError(EIO, "inode \(inode) unknown at \(reason)"))
+            return .failure(FSError(.ioError, "inode \(inode) unknown at \(reason)"))
         }
         let name = objectName(path)
         let options = Self.uploadOptions(snapshot)
@@ -185,7 +185,7 @@ extension FileSystem {
         } catch {
             // The base could not be read (gone: ESTALE; network: EIO); the
             // bytes written so far are still worth keeping.
-            let cause: StoreError = error.errno == ESTALE ? .preconditionFailed(error.message) : .other(error.message)
+            let cause: StoreError = error.is(.stale) ? .preconditionFailed(error.message) : .other(error.message)
             return .failure(await uploadFailed(staged, path: path, version: snapshot.version, options: options, cause, reason))
         }
         let plan = ObjectUploader.Plan(
@@ -237,10 +237,10 @@ extension FileSystem {
         return metadata
     }
 
-    /// Keeps the bytes in the recovery folder and says where; ESTALE when
-    /// someone else changed the object (what was cached about it is
-    /// forgotten, so the mount shows their object at once), EACCES when the
-    /// store refused the write, EIO for everything else.
+    /// Keeps the bytes in the recovery folder and says where; the errno is
+    /// the upload row of `ErrnoMapping.errno(for:during:)`. After a conflict what was
+    /// cached about the object is forgotten, so the mount shows the other
+    /// writer's object at once.
     private func uploadFailed(
         _ staged: StagedFile, path: String, version: UInt64, options: PutOptions, _ error: StoreError, _ reason: String
     ) async -> FSError {
@@ -256,20 +256,16 @@ extension FileSystem {
             nil
         }
         let saved = recovery?.save(staged.file.path, objectName: name, options: options, reason: "\(error)", notRetried: notRetried)
-        let errno: Int32 = switch error {
-        case .preconditionFailed: ESTALE
-        case .permissionDenied, .unauthenticated: EACCES
-        default: EIO
-        }
+        let failure = FSError(error, during: .upload, "upload of \(name) on \(reason)")
         let retried = saved != nil && notRetried == nil
         logger.error("upload failed; the written bytes are kept in the recovery folder", metadata: [
-            "object": "\(name)", "on": "\(reason)", "cause": "\(error)", "errno": "\(errno)",
+            "object": "\(name)", "on": "\(reason)", "cause": "\(error)", "errno": "\(failure.errno)",
             "recovery": "\(saved ?? "none (no cache directory)")",
             "background retries": "\(retried ? "yes, while mounted" : "no (\(notRetried ?? "no recovery entry"))")",
         ])
         if retried { retrier?.track([name]) }
-        if errno == ESTALE { await forgetReplaced(path, pages: true) }
-        return FSError(errno, "upload of \(name) on \(reason): \(error)")
+        if case .preconditionFailed = error { await forgetReplaced(path, pages: true) }
+        return failure
     }
 
     // MARK: - Helpers
@@ -278,7 +274,7 @@ extension FileSystem {
     func newEntryPath(parent: UInt64, name: String, _ operation: String) throws(FSError) -> String {
         try refuseIfReadOnly("\(operation) of \(name)")
         // One byte kept for the `/` a directory's placeholder adds.
-        return try childPath(parent: parent, name: name, operation, invalidName: EINVAL, reserve: 1, isNew: true)
+        return try childPath(parent: parent, name: name, operation, invalidName: .invalid, reserve: 1, isNew: true)
     }
 
     func makeStagedFile(path: String, base: ObjectInfo?, truncated: Bool) throws(FSError) -> StagedFile {
@@ -308,7 +304,7 @@ extension FileSystem {
         let options = Self.uploadOptions(staged.state.withLock { $0 })
         let entry = RecoveryFolder.Entry(
             bucket: self.options.bucket, object: objectName(path), ifGenerationMatch: options.ifGenerationMatch,
-            contentType: options.contentType, metadata: options.customMetadata, size: staged.size, savedAt: Date(),
+            properties: options.properties, metadata: options.customMetadata, size: staged.size, savedAt: Date(),
             reason: "written through a mount that ended before uploading it")
         do {
             try RecoveryFolder.write(entry, to: staged.journalPath)

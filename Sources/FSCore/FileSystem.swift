@@ -27,15 +27,17 @@ public final class FileSystem: FileSystemOperations {
     /// Where staged files live: `cacheDirectory/staging`, or a temporary
     /// directory of this process without a cache directory.
     let stagingDirectory: String
-    /// Where the bytes of failed uploads are kept (nil without a cache
+    /// Failed uploads' bytes, leftovers and retries (nil without a cache
     /// directory: then a failed upload's bytes stay only until release).
-    let recovery: RecoveryFolder?
+    let recoveryStore: RecoveryStore?
+    /// Where the bytes of failed uploads are kept.
+    var recovery: RecoveryFolder? { recoveryStore?.folder }
     /// Asked by flush whether the closing process holds the file open
     /// elsewhere (nil: every flush of a dirty file uploads).
     let descriptors: (any DescriptorProbe)?
     /// Uploads the recovery folder's entries again while mounted (nil
     /// without a recovery folder or with `recoveryRetryInterval` 0).
-    let retrier: RecoveryRetrier?
+    var retrier: RecoveryRetrier? { recoveryStore?.retrier }
     /// See `setKernelCacheInvalidator` (nil: no kernel to tell, as in
     /// tests). A leaf lock: held only to read or set the closure.
     let kernelCacheInvalidator = Mutex<(@Sendable (KernelCacheEntries) -> Void)?>(nil)
@@ -83,7 +85,7 @@ public final class FileSystem: FileSystemOperations {
     let state: Mutex<State>
 
     /// - Parameters:
-    ///   - clock: monotonic time for TTLs (tests pass a `ManualClock`).
+    ///   - clock: monotonic time for TTLs (tests pass FSCoreTesting's `ManualClock`).
     ///   - mountTime: shown as the mtime of directories without a known
     ///     placeholder.
     ///
@@ -92,10 +94,14 @@ public final class FileSystem: FileSystemOperations {
     /// mount should create and check the directory first.
     ///   - descriptors: see `DescriptorProbe` (the CLI passes a
     ///     `ProcDescriptorProbe` of its mountpoint).
+    ///   - recovery: the mount's recovery store, if the caller made it
+    ///     already (the CLI does, for `--retry-pending`); otherwise one is
+    ///     made here when there is a cache directory. Either way the
+    ///     leftover scan runs once, when the store is made.
     public init(
         store: any ObjectStore, options: MountOptions, clock: any MonotonicClock = SystemClock(),
         logger: Logger = Logger(label: "bucketfs.core"), mountTime: Date = Date(),
-        descriptors: (any DescriptorProbe)? = nil
+        descriptors: (any DescriptorProbe)? = nil, recovery: RecoveryStore? = nil
     ) {
         self.store = store
         self.descriptors = descriptors
@@ -113,17 +119,17 @@ public final class FileSystem: FileSystemOperations {
             }
         }
         self.blockCache = blockCache
-        let staging = options.cacheDirectory.map { RecoveryFolder.stagingDirectory(cacheDirectory: $0) }
-            ?? FileManager.default.temporaryDirectory.path + "/bucketfs-staging-\(getpid())-\(UUID().uuidString.prefix(8))"
-        self.stagingDirectory = staging
-        self.recovery = options.cacheDirectory.map { RecoveryFolder(cacheDirectory: $0, bucket: options.bucket, logger: logger) }
-        RecoveryFolder.adoptLeftovers(staging: staging, recovery: recovery, logger: logger)
-        self.retrier = recovery.flatMap { folder in
-            options.recoveryRetryInterval > 0
-                ? RecoveryRetrier(
-                    folder: folder, store: store, initialInterval: Duration(seconds: options.recoveryRetryInterval),
-                    maxInterval: Duration(seconds: options.recoveryRetryMaxInterval), logger: logger)
-                : nil
+        let recoveryStore = recovery ?? options.cacheDirectory.map {
+            RecoveryStore(cacheDirectory: $0, store: store, options: options, logger: logger)
+        }
+        self.recoveryStore = recoveryStore
+        if let recoveryStore {
+            self.stagingDirectory = recoveryStore.stagingDirectory
+        } else {
+            // A fresh directory of this process: nothing to scan.
+            let staging = FileManager.default.temporaryDirectory.path + "/bucketfs-staging-\(getpid())-\(UUID().uuidString.prefix(8))"
+            self.stagingDirectory = staging
+            RecoveryFolder.makeStagingDirectory(staging, logger: logger)
         }
         self.budget = ReadAheadBudget(limit: options.readAheadBudget)
         self.readAhead = ReadAhead.Configuration(
@@ -146,8 +152,8 @@ public final class FileSystem: FileSystemOperations {
 
     /// Path and kind of a known, still bound inode.
     func record(_ inode: UInt64, _ s: borrowing State) throws(FSError) -> InodeTable.Record {
-        guard let record = s.inodes[inode] else { throw FSError(ENOENT, "unknown inode \(inode)") }
-        guard record.bound else { throw FSError(ENOENT, "\(record.path) now names something else") }
+        guard let record = s.inodes[inode] else { throw FSError(.notFound, "unknown inode \(inode)") }
+        guard record.bound else { throw FSError(.notFound, "\(record.path) now names something else") }
         return record
     }
 
@@ -161,19 +167,19 @@ public final class FileSystem: FileSystemOperations {
     /// pass the service's limit or, for a new name (`isNew`), when the name
     /// passes NAME_MAX.
     func childPath(
-        parent: UInt64, name: String, _ operation: String, invalidName: Int32 = ENOENT, reserve: Int = 0, isNew: Bool = false
+        parent: UInt64, name: String, _ operation: String, invalidName: Refusal = .notFound, reserve: Int = 0, isNew: Bool = false
     ) throws(FSError) -> String {
         let parentRecord = try record(parent)
-        guard parentRecord.kind == .directory else { throw FSError(ENOTDIR, "\(operation) in file \(parentRecord.path)") }
+        guard parentRecord.kind == .directory else { throw FSError(.notDirectory, "\(operation) in file \(parentRecord.path)") }
         guard PathRules.isValidEntryName(name) else { throw FSError(invalidName, "no object can be named \(name)") }
         // NAME_MAX for new names; an existing object with a longer segment
         // (written by another tool) can still be looked up.
         guard !isNew || name.utf8.count <= PathRules.maximumNameLength else {
-            throw FSError(ENAMETOOLONG, "\(name.utf8.count) bytes, more than \(PathRules.maximumNameLength)")
+            throw FSError(.nameTooLong, "\(name.utf8.count) bytes, more than \(PathRules.maximumNameLength)")
         }
         let path = PathRules.join(parentRecord.path, name)
         guard objectName(path).utf8.count + reserve < PathRules.maximumObjectNameLength else {
-            throw FSError(ENAMETOOLONG, objectName(path))
+            throw FSError(.nameTooLong, objectName(path))
         }
         return path
     }
@@ -192,8 +198,8 @@ public final class FileSystem: FileSystemOperations {
 
     /// The errno for a store failure, logged with its cause. Absence is
     /// routine (shells probe for files), so it is only logged at debug.
-    func failure(_ error: StoreError, _ operation: String, _ path: String) -> FSError {
-        let failure = FSError(error, "\(operation) \(objectName(path))")
+    func failure(_ error: StoreError, during storeOperation: StoreOperation, _ operation: String, _ path: String) -> FSError {
+        let failure = FSError(error, during: storeOperation, "\(operation) \(objectName(path))")
         if case .notFound = error {
             logger.debug("\(failure)")
         } else {
@@ -217,14 +223,14 @@ public final class FileSystem: FileSystemOperations {
             files: 1 << 32, freeFiles: 1 << 32, maximumNameLength: UInt64(PathRules.maximumNameLength))
     }
 
-    // MARK: - Introspection (tests, diagnostics)
+    // MARK: - Introspection (tests only: diagnostics go through `status()`)
 
     /// Inodes currently known, the root included.
-    public var knownInodeCount: Int { state.withLock { $0.inodes.count } }
+    var knownInodeCount: Int { state.withLock { $0.inodes.count } }
 
     /// The lookup count the core holds for `inode` (nil if unknown).
-    public func lookupCount(_ inode: UInt64) -> UInt64? { state.withLock { $0.inodes[inode]?.lookups } }
+    func lookupCount(_ inode: UInt64) -> UInt64? { state.withLock { $0.inodes[inode]?.lookups } }
 
     /// Bytes reserved by read-ahead buffers of all open files.
-    public var readAheadBytesInUse: Int64 { budget.inUse }
+    var readAheadBytesInUse: Int64 { budget.inUse }
 }

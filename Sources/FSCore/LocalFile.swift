@@ -14,7 +14,7 @@ struct LocalFile: Sendable {
     /// is emptied), readable and writable by us only.
     static func create(_ path: String, exclusive: Bool = true) throws(FSError) -> LocalFile {
         let fd = open(path, O_RDWR | O_CREAT | (exclusive ? O_EXCL : O_TRUNC) | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw FSError(errno == ENOSPC ? ENOSPC : EIO, "cannot create staged file \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw FSError(localFailure: errno, "cannot create staged file \(path): \(String(cString: strerror(errno)))") }
         return LocalFile(path: path, descriptor: fd)
     }
 
@@ -30,13 +30,13 @@ struct LocalFile: Sendable {
         data.withUnsafeMutableBytes { buffer in
             while done < count {
                 let n = pread(descriptor, buffer.baseAddress! + done, count - done, off_t(offset) + off_t(done))
-                if n < 0 && errno == EINTR { continue }
+                if n < 0 && wasInterrupted(errno) { continue }
                 if n < 0 { failure = errno; return }
                 if n == 0 { return }
                 done += n
             }
         }
-        if failure != 0 { throw FSError(EIO, "read of staged file \(path): \(String(cString: strerror(failure)))") }
+        if failure != 0 { throw FSError(.ioError, "read of staged file \(path): \(String(cString: strerror(failure)))") }
         if done < count { data.removeSubrange(done...) }
         return data
     }
@@ -49,18 +49,18 @@ struct LocalFile: Sendable {
         data.withUnsafeBytes { buffer in
             while done < buffer.count {
                 let n = pwrite(descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { failure = n < 0 ? errno : EIO; return }
+                if n < 0 && wasInterrupted(errno) { continue }
+                if n <= 0 { failure = n < 0 ? errno : Refusal.ioError.errno; return }
                 done += n
             }
         }
         // A full disk is the user's to see (ENOSPC), not a generic I/O error.
-        if failure != 0 { throw FSError(failure == ENOSPC || failure == EDQUOT ? failure : EIO, "write of staged file \(path): \(String(cString: strerror(failure)))") }
+        if failure != 0 { throw FSError(localFailure: failure, "write of staged file \(path): \(String(cString: strerror(failure)))") }
     }
 
     func truncate(to size: Int64) throws(FSError) {
         guard ftruncate(descriptor, off_t(size)) == 0 else {
-            throw FSError(errno == ENOSPC ? ENOSPC : EIO, "truncate of staged file \(path): \(String(cString: strerror(errno)))")
+            throw FSError(localFailure: errno, "truncate of staged file \(path): \(String(cString: strerror(errno)))")
         }
     }
 
@@ -85,7 +85,7 @@ struct LocalFile: Sendable {
         guard rename(temporary, path) == 0 else {
             let failure = errno
             Glibc.unlink(temporary)
-            throw FSError(EIO, "cannot write \(path): \(String(cString: strerror(failure)))")
+            throw FSError(.ioError, "cannot write \(path): \(String(cString: strerror(failure)))")
         }
     }
 }

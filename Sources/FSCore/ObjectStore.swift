@@ -2,7 +2,7 @@ import Foundation
 
 /// The seam between the filesystem and the bucket: what the core needs of
 /// an object store, as plain requests and values. `StorageKitObjectStore`
-/// implements it over Cloud Storage; `InMemoryObjectStore` for tests; both
+/// implements it over Cloud Storage; `InMemoryObjectStore` (in FSCoreTesting) for tests; both
 /// pass the same conformance suite. Caching and prefix views are wrappers.
 public protocol ObjectStore: Sendable {
     /// One page of the objects and prefixes directly below `prefix` (which
@@ -110,6 +110,9 @@ public protocol StreamingPut: Sendable {
     func abandon() async
 }
 
+/// Its standard properties read as `info.contentType` and so on
+/// (`properties` holds them).
+@dynamicMemberLookup
 public struct ObjectInfo: Sendable, Equatable {
     public var name: String
     /// The bucket holding the object, when the store says (read as the
@@ -119,11 +122,7 @@ public struct ObjectInfo: Sendable, Equatable {
     public var generation: Int64
     public var metageneration: Int64
     public var updated: Date
-    public var contentType: String?
-    public var cacheControl: String?
-    public var contentDisposition: String?
-    public var contentEncoding: String?
-    public var contentLanguage: String?
+    public var properties = ObjectProperties()
     public var md5Hash: String?
     public var crc32c: String?
     public var timeCreated: Date?
@@ -138,8 +137,13 @@ public struct ObjectInfo: Sendable, Equatable {
         self.generation = generation
         self.metageneration = metageneration
         self.updated = updated
-        self.contentType = contentType
+        self.properties = ObjectProperties(contentType: contentType)
         self.customMetadata = customMetadata
+    }
+
+    public subscript<T>(dynamicMember property: WritableKeyPath<ObjectProperties, T>) -> T {
+        get { properties[keyPath: property] }
+        set { properties[keyPath: property] = newValue }
     }
 }
 
@@ -187,55 +191,113 @@ extension ObjectStore {
     }
 }
 
+/// Its standard properties read as `options.contentType` and so on.
+@dynamicMemberLookup
 public struct PutOptions: Sendable {
-    public var contentType: String?
+    /// The standard properties the object gets (nil: not set).
+    public var properties: ObjectProperties
     public var customMetadata: [String: String]
     public var ifGenerationMatch: Int64?
-    /// The other writable standard properties (nil: not set).
-    public var cacheControl: String?
-    public var contentDisposition: String?
-    public var contentEncoding: String?
-    public var contentLanguage: String?
 
     public init(contentType: String? = nil, customMetadata: [String: String] = [:], ifGenerationMatch: Int64? = nil) {
-        self.contentType = contentType
+        self.init(properties: ObjectProperties(contentType: contentType), customMetadata: customMetadata, ifGenerationMatch: ifGenerationMatch)
+    }
+
+    public init(properties: ObjectProperties, customMetadata: [String: String], ifGenerationMatch: Int64?) {
+        self.properties = properties
         self.customMetadata = customMetadata
         self.ifGenerationMatch = ifGenerationMatch
     }
 
-    /// Options that keep `object`'s content type and standard properties.
+    /// Options that keep `object`'s standard properties.
     public init(keeping object: ObjectInfo?, customMetadata: [String: String], ifGenerationMatch: Int64?) {
-        self.init(contentType: object?.contentType, customMetadata: customMetadata, ifGenerationMatch: ifGenerationMatch)
-        cacheControl = object?.cacheControl
-        contentDisposition = object?.contentDisposition
-        contentEncoding = object?.contentEncoding
-        contentLanguage = object?.contentLanguage
+        self.init(properties: object?.properties ?? ObjectProperties(), customMetadata: customMetadata, ifGenerationMatch: ifGenerationMatch)
+    }
+
+    public subscript<T>(dynamicMember property: WritableKeyPath<ObjectProperties, T>) -> T {
+        get { properties[keyPath: property] }
+        set { properties[keyPath: property] = newValue }
     }
 }
 
 /// A metadata change: `.some(nil)` deletes, absent keys stay as they are.
+/// Its standard properties read as `patch.contentType` and so on.
+@dynamicMemberLookup
 public struct MetadataPatch: Sendable, Equatable {
     public var customMetadata: [String: String?] = [:]
-    public var contentType: String??
-    public var cacheControl: String??
-    public var contentDisposition: String??
-    public var contentEncoding: String??
-    public var contentLanguage: String??
+    public var properties = PropertyChanges()
 
     public init() {}
+
+    public subscript<T>(dynamicMember property: WritableKeyPath<PropertyChanges, T>) -> T {
+        get { properties[keyPath: property] }
+        set { properties[keyPath: property] = newValue }
+    }
 }
 
 extension MetadataPatch {
     /// The standard properties of this patch applied to `info` (custom
     /// keys are not touched).
     func apply(to info: inout ObjectInfo) {
-        if let v = contentType { info.contentType = v }
-        if let v = cacheControl { info.cacheControl = v }
-        if let v = contentDisposition { info.contentDisposition = v }
-        if let v = contentEncoding { info.contentEncoding = v }
-        if let v = contentLanguage { info.contentLanguage = v }
+        info.properties.apply(properties)
     }
 }
+
+/// The five standard properties of an object that a writer can set
+/// (Cloud Storage's writable object resource fields besides the custom
+/// metadata), in one value type: an object's (`ObjectInfo`), an upload's
+/// (`PutOptions`), a recovery entry's, and, with `Value` itself optional,
+/// a metadata patch's (`.some(nil)` deletes, nil leaves as is). Code that
+/// handles "every property" goes through `fields`, never a hand list.
+public struct StandardProperties<Value: Sendable & Equatable>: Sendable, Equatable {
+    public var contentType: Value?
+    public var cacheControl: Value?
+    public var contentDisposition: Value?
+    public var contentEncoding: Value?
+    public var contentLanguage: Value?
+
+    public init(
+        contentType: Value? = nil, cacheControl: Value? = nil, contentDisposition: Value? = nil,
+        contentEncoding: Value? = nil, contentLanguage: Value? = nil
+    ) {
+        self.contentType = contentType
+        self.cacheControl = cacheControl
+        self.contentDisposition = contentDisposition
+        self.contentEncoding = contentEncoding
+        self.contentLanguage = contentLanguage
+    }
+
+    /// Every property, in one order for every `Value`.
+    public static var fields: [WritableKeyPath<Self, Value?>] {
+        [\.contentType, \.cacheControl, \.contentDisposition, \.contentEncoding, \.contentLanguage]
+    }
+
+    /// Sets each property `changes` names (nil there: left as it is).
+    public mutating func apply(_ changes: StandardProperties<Value?>) {
+        for (mine, change) in zip(Self.fields, StandardProperties<Value?>.fields) {
+            if let value = changes[keyPath: change] { self[keyPath: mine] = value }
+        }
+    }
+
+    /// Takes each property `other` sets (changes after changes: the later wins).
+    public mutating func merge(_ other: Self) {
+        for field in Self.fields {
+            if let value = other[keyPath: field] { self[keyPath: field] = value }
+        }
+    }
+
+    /// Whether no property is set.
+    public var isEmpty: Bool { Self.fields.allSatisfy { self[keyPath: $0] == nil } }
+}
+
+/// Encoded as five optional fields named like Cloud Storage's, so the
+/// properties sit flat beside other fields (a recovery sidecar).
+extension StandardProperties: Codable where Value: Codable {}
+
+/// An object's properties, as read or to be written.
+public typealias ObjectProperties = StandardProperties<String>
+/// Changes to an object's properties (`.some(nil)` deletes one).
+public typealias PropertyChanges = StandardProperties<String?>
 
 /// Store failures, in the filesystem's vocabulary.
 public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {

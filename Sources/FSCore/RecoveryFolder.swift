@@ -8,7 +8,8 @@ import Glibc
 /// written is ever lost silently: `CACHE/recovery/BUCKET/OBJECT-NAME` holds
 /// the bytes, and `CACHE/recovery/BUCKET/OBJECT-NAME.bucketfs-pending.json`
 /// beside it says where they were going (bucket, object, the generation
-/// precondition, content type, custom metadata, why the upload failed).
+/// precondition, the standard properties, custom metadata, why the upload
+/// failed).
 /// A person finds a file under its own name; `bucketfs mount
 /// --retry-pending` uploads every entry (see `retryAll`).
 public struct RecoveryFolder: Sendable {
@@ -45,13 +46,19 @@ public struct RecoveryFolder: Sendable {
         return bucketDirectory + "/" + segments.joined(separator: "/")
     }
 
-    /// What a sidecar records.
+    /// What a sidecar records. The standard properties are stored flat
+    /// beside the other fields (`contentType`, `cacheControl`, ...), so a
+    /// sidecar of an older bucketfs, which kept `contentType` only, reads
+    /// as an entry with that one property. Its standard properties read as
+    /// `entry.contentType` and so on.
+    @dynamicMemberLookup
     public struct Entry: Codable, Sendable, Equatable {
         public var bucket: String
         public var object: String
         /// The upload's precondition (0: the object must not exist).
         public var ifGenerationMatch: Int64?
-        public var contentType: String?
+        /// The upload's standard properties, all five.
+        public var properties: ObjectProperties
         public var metadata: [String: String]
         public var size: Int64
         public var savedAt: Date
@@ -61,10 +68,57 @@ public struct RecoveryFolder: Sendable {
         /// refused it for good): why. `--retry-pending` still tries it.
         public var retryStopped: String?
 
-        /// The upload's options: the recorded precondition, content type
-        /// and metadata.
+        public init(
+            bucket: String, object: String, ifGenerationMatch: Int64?, properties: ObjectProperties, metadata: [String: String],
+            size: Int64, savedAt: Date, reason: String, retryStopped: String? = nil
+        ) {
+            self.bucket = bucket
+            self.object = object
+            self.ifGenerationMatch = ifGenerationMatch
+            self.properties = properties
+            self.metadata = metadata
+            self.size = size
+            self.savedAt = savedAt
+            self.reason = reason
+            self.retryStopped = retryStopped
+        }
+
+        public subscript<T>(dynamicMember property: KeyPath<ObjectProperties, T>) -> T { properties[keyPath: property] }
+
+        /// The upload's options: the recorded precondition, standard
+        /// properties and metadata.
         var putOptions: PutOptions {
-            PutOptions(contentType: contentType, customMetadata: metadata, ifGenerationMatch: ifGenerationMatch)
+            PutOptions(properties: properties, customMetadata: metadata, ifGenerationMatch: ifGenerationMatch)
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case bucket, object, ifGenerationMatch, metadata, size, savedAt, reason, retryStopped
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            bucket = try c.decode(String.self, forKey: .bucket)
+            object = try c.decode(String.self, forKey: .object)
+            ifGenerationMatch = try c.decodeIfPresent(Int64.self, forKey: .ifGenerationMatch)
+            properties = try ObjectProperties(from: decoder)
+            metadata = try c.decode([String: String].self, forKey: .metadata)
+            size = try c.decode(Int64.self, forKey: .size)
+            savedAt = try c.decode(Date.self, forKey: .savedAt)
+            reason = try c.decode(String.self, forKey: .reason)
+            retryStopped = try c.decodeIfPresent(String.self, forKey: .retryStopped)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            try properties.encode(to: encoder)
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(bucket, forKey: .bucket)
+            try c.encode(object, forKey: .object)
+            try c.encodeIfPresent(ifGenerationMatch, forKey: .ifGenerationMatch)
+            try c.encode(metadata, forKey: .metadata)
+            try c.encode(size, forKey: .size)
+            try c.encode(savedAt, forKey: .savedAt)
+            try c.encode(reason, forKey: .reason)
+            try c.encodeIfPresent(retryStopped, forKey: .retryStopped)
         }
     }
 
@@ -91,7 +145,7 @@ public struct RecoveryFolder: Sendable {
             var info = stat()
             let size = stat(target, &info) == 0 ? Int64(info.st_size) : 0
             let entry = Entry(
-                bucket: bucket, object: objectName, ifGenerationMatch: options.ifGenerationMatch, contentType: options.contentType,
+                bucket: bucket, object: objectName, ifGenerationMatch: options.ifGenerationMatch, properties: options.properties,
                 metadata: options.customMetadata, size: size, savedAt: Date(), reason: reason, retryStopped: notRetried)
             try Self.write(entry, to: target + Self.sidecarSuffix)
             return target
@@ -172,20 +226,46 @@ public struct RecoveryFolder: Sendable {
         return found.sorted { $0.0 < $1.0 }
     }
 
-    /// Uploads every pending entry of this bucket with its recorded
-    /// precondition; an entry that uploads is removed. Returns the paths
-    /// uploaded and the ones that failed (with why).
+    /// Uploads every pending entry of this bucket (those whose background
+    /// retries stopped too) by the rules of `retry`. Returns the paths
+    /// uploaded and the ones that were not (with why).
     public func retryAll(store: any ObjectStore) async -> (uploaded: [String], failed: [(String, StoreError)]) {
+        await retry(pending().filter { $0.entry.bucket == bucket }, store: store, success: "recovered: uploaded a pending file")
+    }
+
+    /// The one retry routine, for `--retry-pending` (`retryAll`) and the
+    /// background loop (`RecoveryRetrier`): each entry is uploaded with its
+    /// recorded precondition and options and removed once uploaded
+    /// (`whenUploaded` runs first). A transient failure ends the pass: the
+    /// service is still unreachable, and the entries after it would only
+    /// spend their retry budgets the same way (they are reported with that
+    /// cause). Any other failure (someone else changed the object, the
+    /// service refuses it for good) is written into the entry's sidecar
+    /// (`retryStopped`), so no background pass tries it again. An entry
+    /// `skip` names (its object is being written in the mount) is left for
+    /// that file's own upload. `success` is the notice logged per upload.
+    func retry(
+        _ entries: [(path: String, entry: Entry)], store: any ObjectStore, success: String, skip: (String) -> Bool = { _ in false },
+        whenUploaded: (Entry, ObjectInfo) -> Void = { _, _ in }
+    ) async -> (uploaded: [String], failed: [(String, StoreError)]) {
         var uploaded: [String] = []
         var failed: [(String, StoreError)] = []
-        for (path, entry) in pending() where entry.bucket == bucket {
-            do {
-                _ = try await upload(path, entry, store: store)
+        for (index, (path, entry)) in entries.enumerated() where !skip(entry.object) {
+            do throws(StoreError) {
+                _ = try await upload(path, entry, store: store) { info in whenUploaded(entry, info) }
                 uploaded.append(path)
-                logger.notice("recovered: uploaded a pending file", metadata: ["object": "\(entry.object)", "from": "\(path)"])
+                logger.notice("\(success)", metadata: [
+                    "object": "\(entry.object)", "size": "\(entry.size)", "from": "\(path)"])
+            } catch where error.isTransient {
+                logger.info("recovery entry still not uploaded; the service is unreachable", metadata: [
+                    "object": "\(entry.object)", "cause": "\(error)"])
+                failed += entries[index...].filter { !skip($0.entry.object) }.map { ($0.path, error) }
+                break
             } catch {
                 failed.append((path, error))
-                logger.error("pending file not uploaded; it stays in the recovery folder", metadata: [
+                let why = if case .preconditionFailed = error { "the object changed since the bytes were written" } else { "\(error)" }
+                markStopped(objectName: entry.object, savedAt: entry.savedAt, reason: why)
+                logger.error("recovery entry not uploaded; it stays in the recovery folder", metadata: [
                     "object": "\(entry.object)", "path": "\(path)", "cause": "\(error)"])
             }
         }
@@ -227,8 +307,12 @@ public struct RecoveryFolder: Sendable {
         for name in names where name.hasSuffix(journalSuffix) && !names.contains(String(name.dropLast(journalSuffix.count))) {
             try? fm.removeItem(atPath: staging + "/" + name)
         }
+        makeStagingDirectory(staging, logger: logger)
+    }
+
+    static func makeStagingDirectory(_ staging: String, logger: Logger) {
         do {
-            try fm.createDirectory(atPath: staging, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
         } catch {
             logger.error("cannot create the staging directory: writes will fail", metadata: ["directory": "\(staging)", "cause": "\(error)"])
         }

@@ -99,35 +99,21 @@ final class RecoveryRetrier: Sendable {
         // person) or stopped are not tracked any more.
         let live = Set(pending.filter { $0.entry.retryStopped == nil }.map(\.entry.object))
         state.withLock { $0.objects.formIntersection(live) }
-        var progress = false
         let (isBeingWritten, uploaded) = state.withLock { ($0.isBeingWritten, $0.uploaded) }
-        for (path, entry) in pending where entry.retryStopped == nil && !isBeingWritten(entry.object) {
-            do throws(StoreError) {
-                // Untracked and reported before the entry is removed: no
-                // one sees the entry gone while it still shows as retried.
-                _ = try await folder.upload(path, entry, store: store) { info in
-                    untrack(entry.object)
-                    uploaded(entry.object, info)
-                }
-                progress = true
-                logger.notice("recovered in the background: a file kept in the recovery folder is uploaded", metadata: [
-                    "object": "\(entry.object)", "size": "\(entry.size)", "from": "\(path)",
-                ])
-            } catch where error.isTransient {
-                // The service is still unreachable: the other entries would
-                // only spend their retry budgets the same way.
-                logger.debug("recovery entry still not uploaded", metadata: ["object": "\(entry.object)", "cause": "\(error)"])
-                break
-            } catch {
-                untrack(entry.object)
-                let why = { if case .preconditionFailed = error { return "the object changed since the bytes were written" } else { return "\(error)" } }()
-                folder.markStopped(objectName: entry.object, savedAt: entry.savedAt, reason: why)
-                logger.error("recovery entry not retried any more; it stays in the recovery folder", metadata: [
-                    "object": "\(entry.object)", "path": "\(path)", "cause": "\(error)",
-                ])
-            }
+        let result = await folder.retry(
+            pending.filter { $0.entry.retryStopped == nil }, store: store,
+            success: "recovered in the background: a file kept in the recovery folder is uploaded", skip: isBeingWritten
+        ) { entry, info in
+            // Untracked and reported before the entry is removed: no one
+            // sees the entry gone while it still shows as retried.
+            untrack(entry.object)
+            uploaded(entry.object, info)
         }
-        return (progress, retrying.count)
+        // Entries stopped for good (not transient) are not tracked any more.
+        for (path, error) in result.failed where !error.isTransient {
+            if let entry = pending.first(where: { $0.path == path })?.entry { untrack(entry.object) }
+        }
+        return (!result.uploaded.isEmpty, retrying.count)
     }
 
     private func untrack(_ object: String) {

@@ -152,11 +152,7 @@ final class StagedFile: Sendable {
     func takeAlong(_ patch: MetadataPatch) -> Bool {
         rideAlong { s in
             for (key, value) in patch.customMetadata { s.pendingMetadata[key] = value }
-            if let v = patch.contentType { s.pendingProperties.contentType = v }
-            if let v = patch.cacheControl { s.pendingProperties.cacheControl = v }
-            if let v = patch.contentDisposition { s.pendingProperties.contentDisposition = v }
-            if let v = patch.contentEncoding { s.pendingProperties.contentEncoding = v }
-            if let v = patch.contentLanguage { s.pendingProperties.contentLanguage = v }
+            s.pendingProperties.properties.merge(patch.properties)
         }
     }
 
@@ -289,14 +285,14 @@ final class StagedFile: Sendable {
         let reader = state.withLock { $0.baseReader }
         let result: Result<Void, FSError>
         do throws(FSError) {
-            guard let reader else { throw FSError(EIO, "no reader for the base of \(file.path)") }
+            guard let reader else { throw FSError(.ioError, "no reader for the base of \(file.path)") }
             let data: Data
             do {
                 data = try await reader.read(offset: range.lowerBound, size: range.count)
             } catch .notFound {
-                throw FSError(ESTALE, "generation \(reader.info.generation) of \(reader.objectName) is gone")
+                throw FSError(.stale, "generation \(reader.info.generation) of \(reader.objectName) is gone")
             } catch {
-                throw FSError(error, "read of \(reader.objectName)")
+                throw FSError(error, during: .read, "read of \(reader.objectName)")
             }
             try file.write(data, at: range.lowerBound)
             result = .success(())

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FSCore
+import FSCoreTesting
 
 /// A directory's mode, owner and sticky bit live on its `dir/` placeholder
 /// (`AttributeMapper`). Every way the core learns about a directory must

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import FSCore
+import FSCoreTesting
 
 /// The core over a store like Firebase's v0 API: listings that name items
 /// only, no server-side copy, Security Rules per path (`users/{uid}/**`

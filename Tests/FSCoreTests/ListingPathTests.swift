@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import FSCore
+import FSCoreTesting
 
 /// What tree walks, the kernel's directory cache, listing lookups and the
 /// flush of a shell's duplicated descriptor cost, counted in requests.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FSCore
+import FSCoreTesting
 
 private let MiB = 1 << 20
 

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import FSCore
+import FSCoreTesting
 
 @Suite("InMemoryObjectStore")
 struct StoreTests {

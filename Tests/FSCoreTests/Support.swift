@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FSCore
+import FSCoreTesting
 
 /// A fresh temporary directory, removed by the caller's `defer`.
 func temporaryDirectory(_ label: String = "fscore") -> String {

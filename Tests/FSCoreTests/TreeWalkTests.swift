@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import FSCore
+import TestSupport
+import FSCoreTesting
 
 @Suite("listing cache and tree walks")
 struct TreeWalkTests {
@@ -37,7 +39,7 @@ struct TreeWalkTests {
     // Checks semantics.md#shows-tree-walks
     @Test(arguments: [1, 2, 3, 4, 5])
     func aWalkGivesEachDirectoryItsDelimitedListing(seed: Int) async throws {
-        var rng = SplitMix(seed: UInt64(seed))
+        var rng = SplitMix64(seed: UInt64(seed))
         let store = InMemoryObjectStore()
         let segments = ["a", "b", "a.b", "a-", "z", "", ".", "é"]
         for _ in 0..<120 {
@@ -92,18 +94,5 @@ struct TreeWalkTests {
         #expect(done == ["a/"], "a/ is complete once a name outside it arrived; b/ is still open")
         #expect(walk.hasPassed("a/") && walk.hasPassed("a-/") && !walk.hasPassed("b/") && !walk.hasPassed("c/"))
         #expect(walk.contains("b/x/") && TreeWalk(root: "b/").contains("b/x/") && !TreeWalk(root: "b/").contains("c/"))
-    }
-}
-
-/// A small deterministic generator for tests.
-struct SplitMix {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 &+ 1 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -7,10 +7,16 @@ import Testing
 /// for `uploadRetryWindow`, then the bytes wait in the recovery folder and
 /// are uploaded in the background while mounted, never over newer objects.
 @Suite struct UploadRetryTests {
-    func options(_ cache: String, window: TimeInterval, interval: TimeInterval = 0) -> MountOptions {
+    /// A mount on `cache` whose close retries for `window` seconds and whose
+    /// background retries run every `interval` seconds (0: none).
+    static func options(_ cache: String, window: TimeInterval, interval: TimeInterval = 0) -> MountOptions {
         MountOptions(
             uid: 1000, gid: 1000, cacheDirectory: cache, bucket: "b", uploadRetryWindow: window,
             recoveryRetryInterval: interval, recoveryRetryMaxInterval: interval)
+    }
+
+    func options(_ cache: String, window: TimeInterval, interval: TimeInterval = 0) -> MountOptions {
+        Self.options(cache, window: window, interval: interval)
     }
 
     /// Creates `name` in the root with `content`; returns its inode and handle.
@@ -150,5 +156,68 @@ import Testing
         _ = try await h.lookup("b.txt")
         try await h.store.delete("b.txt", ifGenerationMatch: nil)
         try await h.fs.unlink(parent: InodeTable.root, name: "b.txt")
+    }
+}
+
+/// Recovery entries keep every standard property of the upload they stand
+/// for, so a retried upload gives the object what the writer set.
+@Suite struct RecoveryPropertiesTests {
+    static let every = ObjectProperties(
+        contentType: "text/markdown", cacheControl: "no-store", contentDisposition: "attachment; filename=\"r.md\"",
+        contentEncoding: "identity", contentLanguage: "de")
+
+    @Test func aBackgroundRetryUploadsEveryStandardProperty() async throws {
+        let cache = temporaryDirectory("props")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: UploadRetryTests.options(cache, window: 0.3, interval: 0.1))
+        let down = Atomic<Bool>(true)
+        h.store.setFaultHook { operation, _ in
+            operation == .put && down.load(ordering: .relaxed) ? .unavailable("endpoint unreachable") : nil
+        }
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "r.md", mode: 0o644, flags: O_WRONLY)
+        let inode = entry.attributes.inode
+        _ = try await h.fs.write(inode, handle: open.handle, offset: 0, data: Data("# notes\n".utf8))
+        for field in ["contentType", "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage"] {
+            let value = Self.every[keyPath: try #require(Self.field(field))]!
+            try await h.fs.setxattr(inode, name: "gcs.\(field)", value: Data(value.utf8), flags: 0)
+        }
+        await expectErrno(EIO) { try await h.fs.flush(inode, handle: open.handle) }
+        try await h.fs.release(inode, handle: open.handle)
+        let recovery = RecoveryFolder(cacheDirectory: cache, bucket: "b", logger: .init(label: "t"))
+        #expect(recovery.pending().map(\.entry.properties) == [Self.every])
+
+        down.store(false, ordering: .relaxed)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !recovery.pending().isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(recovery.pending().isEmpty, "the entry should be uploaded once the store is back")
+        let uploaded = try await h.store.stat("r.md")
+        #expect(uploaded.properties == Self.every)
+    }
+
+    static func field(_ name: String) -> WritableKeyPath<ObjectProperties, String?>? {
+        ["contentType": \.contentType, "cacheControl": \.cacheControl, "contentDisposition": \.contentDisposition,
+         "contentEncoding": \.contentEncoding, "contentLanguage": \.contentLanguage][name]
+    }
+
+    /// A sidecar written before entries kept every property (contentType
+    /// only) still reads, and a new one keeps all five.
+    @Test func sidecarsOfTheOldFormatStillRead() throws {
+        let directory = temporaryDirectory("sidecar")
+        defer { removeDirectory(directory) }
+        let old = #"""
+            {"bucket":"b","contentType":"text/plain","ifGenerationMatch":0,"metadata":{"k":"v"},
+             "object":"a.txt","reason":"503","savedAt":"2026-01-02T03:04:05Z","size":3}
+            """#
+        try old.write(toFile: directory + "/old", atomically: true, encoding: .utf8)
+        let entry = try #require(RecoveryFolder.read(directory + "/old"))
+        #expect(entry.properties == ObjectProperties(contentType: "text/plain"))
+        #expect(entry.object == "a.txt" && entry.metadata == ["k": "v"] && entry.ifGenerationMatch == 0 && entry.size == 3)
+
+        var full = entry
+        full.properties = Self.every
+        try RecoveryFolder.write(full, to: directory + "/new")
+        #expect(RecoveryFolder.read(directory + "/new") == full)
+        let text = try String(contentsOfFile: directory + "/new", encoding: .utf8)
+        #expect(text.contains(#""cacheControl" : "no-store""#), "flat fields, as the old format had contentType: \(text)")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import FSCore
+import FSCoreTesting
 
 /// The write path over the in-memory store: what is uploaded when, with
 /// which precondition, and what happens to the bytes when it fails.
@@ -220,6 +221,32 @@ private let MiB = 1 << 20
         let (uploaded, _) = await recovery.retryAll(store: store)
         #expect(uploaded.count == 1)
         #expect(try await crashed.download("unsaved.bin") == content)
+    }
+
+    /// The leftover scan runs once per mount, when its recovery store is
+    /// made: a file system given that store does not scan staging again
+    /// (which would take this mount's own staged files for leftovers).
+    @Test func theLeftoverScanRunsOncePerMount() async throws {
+        let cache = temporaryDirectory("scan")
+        defer { removeDirectory(cache) }
+        let store = InMemoryObjectStore()
+        let options = MountOptions(uid: 1000, gid: 1000, cacheDirectory: cache, bucket: "b")
+        let staging = RecoveryFolder.stagingDirectory(cacheDirectory: cache)
+        try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        // What a killed process left: bytes and their journal.
+        try Data("unsaved".utf8).write(to: URL(fileURLWithPath: staging + "/7"))
+        try RecoveryFolder.write(RecoveryFolder.Entry(
+            bucket: "b", object: "left.txt", ifGenerationMatch: 0, properties: ObjectProperties(contentType: "text/plain"),
+            metadata: [:], size: 7, savedAt: Date(), reason: "killed"), to: staging + "/7.json")
+
+        let recovery = RecoveryStore(cacheDirectory: cache, store: store, options: options, logger: .init(label: "t"))
+        #expect(recovery.folder.pending().map(\.entry.object) == ["left.txt"])
+        // A file this mount stages before its file system exists (no
+        // journal yet): a second scan would delete it.
+        try Data("live".utf8).write(to: URL(fileURLWithPath: staging + "/8"))
+        let fs = FileSystem(store: store, options: options, recovery: recovery)
+        #expect(FileManager.default.fileExists(atPath: staging + "/8"), "the file system scanned staging a second time")
+        #expect(fs.status().recovery.map(\.object) == ["left.txt"])
     }
 
     // Checks semantics.md#write-attributes

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
+import FSCoreTesting
 #endif
 
 extension MountTests {

@@ -187,6 +187,50 @@ extension MountTests {
             #expect(listed.ok && FileManager.default.contents(atPath: scratch + "/read-back.bin") == fresh, "\(listed.summary)")
         }
 
+        @Test("a file with every standard property set, past the upload retry time: kept in the recovery folder, uploaded in the background with every property", .timeLimit(.minutes(3)))
+        func backgroundRetryKeepsEveryStandardProperty() async throws {
+            let bucket = "faults-\(UUID().uuidString.prefix(8).lowercased())"
+            let proxy = try await FaultProxy(upstream: try MountEnv.fake(), bucket: bucket)
+            defer { proxy.stop() }
+            let prefix = MountEnv.uniquePrefix("props")
+            let mount = try await Mount.start(
+                endpoint: proxy.endpoint, bucket: bucket, prefix: prefix,
+                options: ["--retry-max-time", "1", "--upload-retry-time", "3", "--recovery-retry-interval", "1"])
+            defer { mount.cleanup() }
+            let properties = [
+                "contentType": "text/markdown", "cacheControl": "no-store", "contentDisposition": "attachment; filename=\"notes.md\"",
+                "contentEncoding": "identity", "contentLanguage": "de",
+            ]
+            let content = Data("# Notizen\n".utf8)
+            let path = mount.at("notes.md")
+            let fd = try Posix.open(path, O_WRONLY | O_CREAT | O_TRUNC)
+            #expect(Posix.writeAll(fd, content) == nil)
+            // Set while the file has unsaved writes: they go with its upload (docs/xattrs.md).
+            for (name, value) in properties.sorted(by: { $0.key < $1.key }) {
+                let failed = Xattr.set(path, "gcs.\(name)", Data(value.utf8))
+                #expect(failed == 0, "setxattr gcs.\(name): \(Posix.name(failed))")
+            }
+            // Uploads fail for 12 s: longer than the 3 s the close waits.
+            try await proxy.fault([["path_contains": "/upload/", "status": 503, "for_seconds": 12]])
+            let outageStarted = ContinuousClock.now
+            let closed = await Posix.within(.seconds(30)) { Glibc.close(fd) }
+            #expect(closed?.0 == Posix.Outcome(rc: -1, code: EIO), "close past the upload retry time: \(String(describing: closed))")
+            let recovery = "\(mount.cacheDir)/recovery/\(bucket)/\(prefix)/notes.md"
+            #expect(FileManager.default.contents(atPath: recovery) == content, "the bytes should wait in the recovery folder")
+            let sidecar = (try? String(contentsOfFile: recovery + ".bucketfs-pending.json", encoding: .utf8)) ?? ""
+            #expect(sidecar.contains("no-store") && sidecar.contains("attachment"), "the sidecar keeps the properties: \(sidecar)")
+            #expect(ContinuousClock.now - outageStarted < .seconds(12), "the outage ended before the checks; make it longer")
+
+            let uploaded = try await proxy.gcs.waitForObject("\(prefix)/notes.md", timeout: .seconds(40))
+            #expect(uploaded != nil, "notes.md was not uploaded in the background\nlog:\n\(mount.logTail())")
+            #expect(ContinuousClock.now - outageStarted >= .seconds(12), "uploaded before the outage ended?")
+            let resource = try await proxy.gcs.resource("\(prefix)/notes.md") ?? [:]
+            for (name, value) in properties {
+                #expect(resource[name] as? String == value, "\(name) of the object the background retry uploaded: \(resource)")
+            }
+            try await ObjectChecks.expect(proxy.gcs, "\(prefix)/notes.md", holds: content, "after the background retry")
+        }
+
         /// `count` small objects below `directory`, straight into the emulator.
         static func seed(_ gcs: DirectGCS, _ directory: String, count: Int) async throws {
             try await gcs.putAll((0..<count).map { ("\(directory)/f\(String(format: "%03d", $0))", Data("x\($0)\n".utf8)) })

@@ -3,6 +3,7 @@ import Testing
 import Transport
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 extension MountTests {

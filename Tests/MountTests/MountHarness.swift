@@ -3,6 +3,7 @@ import Testing
 import Transport
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 /// Tests that mount the built `bucketfs` binary on a fresh directory and
@@ -15,24 +16,10 @@ import Glibc
 /// The servers and paths `scripts/test.sh` provides. A missing variable fails
 /// the test (never skips it).
 enum MountEnv {
-    struct NotConfigured: Error, CustomStringConvertible {
-        let detail: String
-        var description: String { detail }
-    }
-
     static let bucket = "bucketfs-test"
 
-    static func variable(_ name: String) throws -> String {
-        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
-            throw NotConfigured(detail: "\(name) is not set: run the tests with scripts/test.sh")
-        }
-        return value
-    }
-
-    static func endpoint(_ name: String) throws -> String {
-        let value = try variable(name)
-        return value.hasSuffix("/") ? String(value.dropLast()) : value
-    }
+    static func variable(_ name: String) throws -> String { try TestEnvironment.variable(name) }
+    static func endpoint(_ name: String) throws -> String { try TestEnvironment.endpoint(name) }
 
     static func emulator() throws -> String { try endpoint("BUCKETFS_TEST_EMULATOR") }
     static func fake() throws -> String { try endpoint("BUCKETFS_TEST_FAKE_GCS") }
@@ -63,7 +50,7 @@ enum MountEnv {
         let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let path = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent(name).path
         guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw NotConfigured(detail: "no \(name) executable at \(path): build it first (\(buildCommand))")
+            throw TestEnvironment.NotConfigured("no \(name) executable at \(path): build it first (\(buildCommand))")
         }
         return path
     }
@@ -88,11 +75,8 @@ enum MountEnv {
             let p = base.bindMemory(to: UInt64.self, capacity: words)
             var index = UInt64(offset / 8)
             for i in 0..<words {
-                // splitmix64 of (seed, position): any chunk can be made alone.
-                var z = seed &+ (index &* 0x9E37_79B9_7F4A_7C15)
-                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-                p[i] = z ^ (z >> 31)
+                // The value at (seed, position): any chunk can be made alone.
+                p[i] = SplitMix64.value(seed: seed, index: index)
                 index &+= 1
             }
             for i in (words * 8)..<count { raw[i] = UInt8(truncatingIfNeeded: (offset + i) &* 31 &+ Int(seed & 0xff)) }
@@ -883,25 +867,4 @@ enum Scratch {
     }
 
     static func remove(_ path: String) { try? FileManager.default.removeItem(atPath: path) }
-}
-
-/// A port on loopback that nothing listens on (bound, then closed).
-func freePort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw HarnessError("socket failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-    }
-    guard bound == 0 else { throw HarnessError("bind failed") }
-    let named = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    guard named == 0 else { throw HarnessError("getsockname failed") }
-    return UInt16(bigEndian: address.sin_port)
 }

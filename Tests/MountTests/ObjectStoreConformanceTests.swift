@@ -3,6 +3,8 @@ import FSCore
 import StorageKit
 import Testing
 import Transport
+import TestSupport
+import FSCoreTesting
 
 /// The conformance suite the in-memory store passes (Tests/FSCoreTests),
 /// run against the real store over the emulator, over the fake GCS server
@@ -10,16 +12,12 @@ import Transport
 /// core's unit tests rely on stays honest.
 @Suite struct ObjectStoreConformanceTests {
     static func store(_ variable: String, bucket: String) throws -> StorageKitObjectStore {
-        guard let value = ProcessInfo.processInfo.environment[variable], let url = URL(string: value) else {
-            throw ConformanceSetupError(description: "\(variable) is not set: run the tests with scripts/test.sh")
-        }
+        let url = try TestEnvironment.url(variable)
         let transport = HTTPTransport(configuration: TransportConfiguration(
             retry: RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(20), maxBackoff: .milliseconds(100))))
         return StorageKitObjectStore(storage: Storage(
             bucket: bucket, configuration: StorageConfiguration(endpoint: url, transport: transport)))
     }
-
-    struct ConformanceSetupError: Error, CustomStringConvertible { let description: String }
 
     @Test func storageKitStoreOverTheEmulator() async throws {
         // The emulator ignores maxResults, so page sizes are not checked there.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 extension MountTests {
@@ -19,17 +20,11 @@ extension MountTests {
         static let names = ["d0/a", "d0/b", "d0/c", "d0/d", "d1/a", "d1/b", "d1/c", "d1/d"]
         static let maxOffset = 3 << 20
 
-        /// splitmix64: the same sequence for a seed on every machine.
+        /// The same sequence for a seed on every machine.
         struct Generator {
-            var state: UInt64
-            mutating func next() -> UInt64 {
-                state &+= 0x9E37_79B9_7F4A_7C15
-                var z = state
-                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-                return z ^ (z >> 31)
-            }
-            mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+            var random: SplitMix64
+            mutating func next() -> UInt64 { random.next() }
+            mutating func below(_ n: Int) -> Int { random.below(n) }
             mutating func name() -> String { RandomizedWrites.names[below(RandomizedWrites.names.count)] }
         }
 
@@ -76,7 +71,7 @@ extension MountTests {
         }
 
         static func operations(seed: UInt64) -> [Operation] {
-            var g = Generator(state: seed)
+            var g = Generator(random: SplitMix64(state: seed))
             return (0..<operationCount).map { _ in
                 let roll = g.below(100)
                 switch roll {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import Transport
 
 @testable import StorageKit
@@ -259,7 +260,7 @@ import Transport
         ])
 
         let silent = ProbedMetadataCredentials(
-            host: "127.0.0.1:\(try closedPort())", tried: ["GOOGLE_APPLICATION_CREDENTIALS: not set"],
+            host: "127.0.0.1:\(try freePort())", tried: ["GOOGLE_APPLICATION_CREDENTIALS: not set"],
             transport: fixture.transport)
         let error = try await #require(throws: CredentialsError.self) { try await silent.authorizationHeader() }
         guard case .noCredentials(let tried) = error else {

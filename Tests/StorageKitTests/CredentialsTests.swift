@@ -5,6 +5,7 @@ import Transport
 import _CryptoExtras
 
 @testable import StorageKit
+import TestSupport
 
 /// Credentials against `Tests/Servers/token_server.py`, which verifies the
 /// service-account JWT independently (with Python's `cryptography`) and
@@ -115,7 +116,7 @@ import _CryptoExtras
     @Test func unreachableTokenEndpointRethrowsTheTransportError() async throws {
         let fixture = try Fixture()
         let credentials = try ServiceAccountCredentials(
-            keyFile: fixture.writeKeyFile(tokenURI: "http://127.0.0.1:\(try closedPort())/token"),
+            keyFile: fixture.writeKeyFile(tokenURI: "http://127.0.0.1:\(try freePort())/token"),
             transport: fixture.transport)
         await #expect(throws: TransportError.self) { try await credentials.authorizationHeader() }
     }
@@ -219,7 +220,7 @@ import _CryptoExtras
         #expect(try await credentials.authorizationHeader() == "Bearer tok-2")
 
         let nowhere = MetadataServerCredentials(
-            host: "127.0.0.1:\(try closedPort())", environment: [:], transport: fixture.transport)
+            host: "127.0.0.1:\(try freePort())", environment: [:], transport: fixture.transport)
         await #expect(throws: TransportError.self) { try await nowhere.authorizationHeader() }
     }
 
@@ -473,27 +474,4 @@ final class TokenServer: Sendable {
         let response = try await transport.send(HTTPRequest(method: .post, url: base + path, isIdempotent: false))
         guard response.isSuccess else { throw NotStarted(description: "\(path) answered \(response.status)") }
     }
-}
-
-/// A loopback port with nothing listening (bound, then released).
-func closedPort() throws -> Int {
-    #if canImport(Glibc)
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    #else
-    let fd = socket(AF_INET, SOCK_STREAM, 0)
-    #endif
-    guard fd >= 0 else { throw POSIXError(.EMFILE) }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-        }
-    }
-    guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
-    return Int(UInt16(bigEndian: address.sin_port))
 }

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import Transport
 @testable import StorageKit
+import TestSupport
 
 /// The loopback servers `scripts/test.sh` starts. A missing one fails the
 /// test with instructions; nothing is skipped.
@@ -12,12 +13,7 @@ enum TestEnv {
         var description: String { "\(variable) is not set: run the tests with scripts/test.sh" }
     }
 
-    static func url(_ variable: String) throws -> URL {
-        guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty, let url = URL(string: value) else {
-            throw NotConfigured(variable: variable)
-        }
-        return url
-    }
+    static func url(_ variable: String) throws -> URL { try TestEnvironment.url(variable) }
 
     static let emulatorBucket = "bucketfs-test"
 

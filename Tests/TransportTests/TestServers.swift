@@ -1,5 +1,6 @@
 import Foundation
 import Transport
+import TestSupport
 
 /// The loopback servers `scripts/test.sh` starts. A missing one is a test
 /// failure with instructions, never a skip.
@@ -9,12 +10,7 @@ enum TestServers {
         var description: String { "\(variable) is not set: run the tests with scripts/test.sh" }
     }
 
-    static func url(_ variable: String) throws -> String {
-        guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
-            throw NotConfigured(variable: variable)
-        }
-        return value.hasSuffix("/") ? String(value.dropLast()) : value
-    }
+    static func url(_ variable: String) throws -> String { try TestEnvironment.endpoint(variable) }
 
     static func fakeGCS() throws -> String { try url("BUCKETFS_TEST_FAKE_GCS") }
 

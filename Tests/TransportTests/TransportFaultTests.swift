@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Transport
+import TestSupport
 
 /// The transport against the fake GCS server on loopback, with faults
 /// injected at the HTTP boundary: 503 then success, dropped connections, a
@@ -195,21 +196,4 @@ import Testing
         let got = try await transport.send(HTTPRequest(method: .get, url: objectURL(server, name), isIdempotent: true))
         #expect(got.body == Data("<".utf8) + content[1000..<51_000] + Data(">".utf8))
     }
-}
-
-func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-        }
-    }
-    guard bound else { throw TestServers.NotConfigured(variable: "no free port") }
-    return Int(UInt16(bigEndian: address.sin_port))
 }

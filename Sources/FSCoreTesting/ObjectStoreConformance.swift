@@ -1,4 +1,5 @@
 import Foundation
+import FSCore
 import Synchronization
 
 /// Expectations every `ObjectStore` must meet, runnable against the
@@ -300,9 +301,11 @@ public enum ObjectStoreConformance {
     }
 
     private static func read(_ store: any ObjectStore, _ name: String, _ generation: Int64, _ range: Range<Int64>) async throws -> Data {
-        let sink = ByteSink(capacity: range.count)
-        let count = try await store.read(name, generation: generation, range: range) { sink.append($0) }
-        let data = sink.take()
+        let received = Mutex(Data())
+        let count = try await store.read(name, generation: generation, range: range) { bytes in
+            received.withLock { $0.append(contentsOf: bytes) }
+        }
+        let data = received.withLock { $0 }
         try expect("read returns the count of bytes it delivered", count == Int64(data.count), "\(count) vs \(data.count)")
         return data
     }

@@ -1,4 +1,5 @@
 import Foundation
+import FSCore
 import Synchronization
 
 /// A complete `ObjectStore` in memory, for tests of the core and of the

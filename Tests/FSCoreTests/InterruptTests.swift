@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import FSCore
+import FSCoreTesting
 
 /// A request the kernel interrupts (FUSE_INTERRUPT: Ctrl-C or kill reached
 /// the waiting process) arrives in the core as the cancellation of the Task

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FSCore
+import FSCoreTesting
 
 /// The uploader alone: a plan in, the stored object or the store's error
 /// out, with no file system around it.

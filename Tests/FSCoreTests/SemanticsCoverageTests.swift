@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FSCore
+import FSCoreTesting
 
 /// Statements of docs/semantics.md that no other test checked.
 @Suite struct SemanticsCoverageTests {

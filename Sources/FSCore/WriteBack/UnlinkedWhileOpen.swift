@@ -22,9 +22,9 @@ extension FileSystem {
             }
             return try await copyForReaders(of: path, generation: generation)
         } catch {
-            // Gone meanwhile (ESTALE) is a lost race with another writer,
+            // Gone meanwhile (stale) is a lost race with another writer,
             // as a failed precondition is; anything else is the download's.
-            throw error.errno == ESTALE ? StoreError.preconditionFailed(error.message) : StoreError.other(error.message)
+            throw error.is(.stale) ? StoreError.preconditionFailed(error.message) : StoreError.other(error.message)
         }
     }
 

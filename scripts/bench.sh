@@ -189,8 +189,9 @@ else
     {
         built="release build"
         [[ -z "${BENCH_BIN:-}" ]] || built="binary given in BENCH_BIN"
+        rtts="${RTTS[*]}"
         echo "One run on $started_utc: bucketfs $built, default options, fresh --cache-dir per mount;" \
-            "$(bench_server_version) (in memory, on 127.0.0.1); round-trip times ${RTTS[*]} ms;" \
+            "$(bench_server_version) (in memory, on 127.0.0.1); round-trip times ${rtts// / and } ms;" \
             "load average ${started_load%% *} at the start and $(cut -d' ' -f1 /proc/loadavg) at the end" \
             "(nproc $(nproc))."
         echo

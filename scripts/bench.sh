@@ -178,13 +178,13 @@ partial=()
 [[ -z "${BENCH_GROUPS:-}" ]] || partial+=("BENCH_GROUPS=\"$BENCH_GROUPS\"")
 [[ "${RTTS[*]}" == "0 20" ]] || partial+=("BENCH_RTTS=\"${RTTS[*]}\"")
 [[ "${BENCH_RCLONE:-1}" != 0 ]] || partial+=("BENCH_RCLONE=0")
-PAGE=docs/performance.md
+PAGE="$REPO/docs/performance.md"
 if ((failed)); then
-    echo "bench: $PAGE not updated: some workloads failed" >&2
+    echo "bench: ${PAGE#"$REPO"/} not updated: some workloads failed" >&2
 elif [[ "${BENCH_UPDATE_DOCS:-1}" == 0 ]]; then
-    echo "bench: $PAGE not updated (BENCH_UPDATE_DOCS=0)"
+    echo "bench: ${PAGE#"$REPO"/} not updated (BENCH_UPDATE_DOCS=0)"
 elif ((${#partial[@]})); then
-    echo "bench: $PAGE not updated: a partial run (${partial[*]})"
+    echo "bench: ${PAGE#"$REPO"/} not updated: a partial run (${partial[*]})"
 else
     {
         built="release build"
@@ -198,7 +198,7 @@ else
         print_table "${RTTS[@]}"
     } >"$OUT_DIR/docs-table.md"
     replace_generated "$PAGE" bench.sh "$OUT_DIR/docs-table.md"
-    echo "bench: wrote the table into $PAGE"
+    echo "bench: wrote the table into ${PAGE#"$REPO"/}"
 fi
 
 if ((failed)); then

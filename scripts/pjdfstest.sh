@@ -142,11 +142,11 @@ pct="$(awk -v p="$total_passed" -v t="$total_planned" 'BEGIN { printf "%.1f", t 
 printf '%-16s %5d/%-5d %7d/%-7d %7s\n' total "$total_full" "$total_files" "$total_passed" "$total_planned" "$pct"
 echo "logs: $OUT/GROUP.log (prove -v), $OUT/GROUP.mount.log" >&2
 
-PAGE=docs/posix.md
+PAGE="$REPO/docs/posix.md" # absolute: unmount_current left us in /
 if [[ "${PJDFSTEST_UPDATE_DOCS:-1}" == 0 ]]; then
-    echo "pjdfstest.sh: $PAGE not updated (PJDFSTEST_UPDATE_DOCS=0)"
+    echo "pjdfstest.sh: ${PAGE#"$REPO"/} not updated (PJDFSTEST_UPDATE_DOCS=0)"
 elif ((!ALL_GROUPS)); then
-    echo "pjdfstest.sh: $PAGE not updated: only some groups ran"
+    echo "pjdfstest.sh: ${PAGE#"$REPO"/} not updated: only some groups ran"
 else
     minutes="$(awk -v s="$((SECONDS - run_started))" 'BEGIN { printf "%.0f", s / 60 }')"
     {
@@ -156,5 +156,5 @@ else
         echo "($run_started_utc, about $minutes minutes; written by \`scripts/pjdfstest.sh\`.)"
     } >>"$DOCS_TABLE"
     replace_generated "$PAGE" pjdfstest.sh "$DOCS_TABLE"
-    echo "pjdfstest.sh: wrote the table into $PAGE"
+    echo "pjdfstest.sh: wrote the table into ${PAGE#"$REPO"/}"
 fi

@@ -83,6 +83,9 @@ struct FilesystemFlags: ParsableArguments {
         options.cacheSize = Int64(cacheSize) << 20
         options.readAheadBudget = Int64(readAheadBudget) << 20
         options.renameCopyLimit = Int64(renameCopyLimit) << 20
+        // 0 keeps the kernel's own 128 KiB.
+        let kernelReadAhead = try kernelReadAhead(settings)
+        options.kernelReadAhead = Int64(kernelReadAhead > 0 ? kernelReadAhead : 128) << 10
         options.uploadRetryWindow = try settings.value(Settings.uploadRetryTime, uploadRetryTime)
         options.recoveryRetryInterval = try settings.value(Settings.recoveryRetryInterval, recoveryRetryInterval)
         guard options.uploadRetryWindow >= 0, options.recoveryRetryInterval >= 0 else {

@@ -134,7 +134,7 @@ public final class FileSystem: FileSystemOperations {
         self.budget = ReadAheadBudget(limit: options.readAheadBudget)
         self.readAhead = ReadAhead.Configuration(
             initialWindow: options.readAheadInitial, maxWindow: options.readAheadMax,
-            blockSize: Int64(blockCache?.blockSize ?? 1 << 20))
+            blockSize: Int64(blockCache?.blockSize ?? 1 << 20), seekTolerance: max(2 << 20, options.kernelReadAhead))
         self.state = Mutex(State(
             stats: StatCache(
                 ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL),

@@ -31,6 +31,11 @@ public struct MountOptions: Sendable, Equatable {
     /// First and largest sequential read-ahead window, in bytes.
     public var readAheadInitial: Int64
     public var readAheadMax: Int64
+    /// The kernel's read-ahead window on this mount, in bytes: its
+    /// requests of one sequential sweep reach the filesystem out of order
+    /// by up to this much, and the read-ahead machine must not take them
+    /// for seeks.
+    public var kernelReadAhead: Int64
     /// A mount of gs://bucket/PREFIX: every object name is `objectPrefix`
     /// + path. "" mounts the whole bucket. Normalised by `objectPrefix`.
     public var prefix: String
@@ -68,7 +73,7 @@ public struct MountOptions: Sendable, Equatable {
         statCacheCapacity: Int = 200_000,
         cacheDirectory: String? = nil, cacheSize: Int64 = 1 << 30,
         readAheadBudget: Int64 = 256 << 20,
-        readAheadInitial: Int64 = 1 << 20, readAheadMax: Int64 = 64 << 20,
+        readAheadInitial: Int64 = 1 << 20, readAheadMax: Int64 = 64 << 20, kernelReadAhead: Int64 = 16 << 20,
         prefix: String = "", readOnly: Bool = false, bucket: String = "", streamChunkSize: Int64 = 64 << 20,
         uploadRetryWindow: TimeInterval = 120, recoveryRetryInterval: TimeInterval = 10,
         recoveryRetryMaxInterval: TimeInterval = 300,
@@ -86,6 +91,7 @@ public struct MountOptions: Sendable, Equatable {
         self.readAheadBudget = readAheadBudget
         self.readAheadInitial = readAheadInitial
         self.readAheadMax = readAheadMax
+        self.kernelReadAhead = kernelReadAhead
         self.prefix = prefix
         self.readOnly = readOnly
         self.bucket = bucket

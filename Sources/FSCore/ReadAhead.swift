@@ -14,10 +14,18 @@
 ///   the previous one still has half a window to deliver, whose bodies the
 ///   owner hands to the reader block by block as they arrive. With the
 ///   defaults, 64 MiB read in order cost 7 requests, 256 MiB about a dozen.
-/// - The kernel sends its own read-ahead requests concurrently, so reads of
-///   one stream arrive slightly out of order. A read within
-///   `seekTolerance` of the expected offset, or inside the prefetched
-///   range, still counts as streaming.
+/// - The kernel sends its own read-ahead requests concurrently (up to its
+///   read-ahead window, 16 MiB on our mounts, in 1 MiB requests), and the
+///   FUSE threads hand them over in any order, so reads of one stream
+///   arrive out of order by up to that window, behind the furthest read as
+///   well as past the frontier. A read within `seekTolerance` (the
+///   kernel's window) of the furthest read, or inside the prefetched
+///   range, still counts as streaming; a read past the frontier extends
+///   the stream from the frontier, so it never leaves a gap for direct
+///   reads. (With a 2 MiB tolerance a loaded machine once saw a late read
+///   end the stream and 20 GETs instead of 7.)
+/// - Buffers the reader has passed are kept `keepBehind` bytes longer for
+///   the late reads; older ones are read from the block cache.
 /// - A random read drops the stream (buffers and the request in flight);
 ///   nothing is prefetched, and the owner fetches just the blocks the read
 ///   touches (ranged requests, several readers' in parallel).
@@ -32,9 +40,14 @@ struct ReadAhead: Sendable, Equatable {
         var maxWindow: Int64
         var blockSize: Int64
         var seekTolerance: Int64
+        var keepBehind: Int64
 
-        init(initialWindow: Int64 = 1 << 20, maxWindow: Int64 = 64 << 20, blockSize: Int64 = 1 << 20, seekTolerance: Int64 = 2 << 20) {
+        init(
+            initialWindow: Int64 = 1 << 20, maxWindow: Int64 = 64 << 20, blockSize: Int64 = 1 << 20,
+            seekTolerance: Int64 = 16 << 20, keepBehind: Int64 = 2 << 20
+        ) {
             self.blockSize = max(1, blockSize)
+            self.keepBehind = keepBehind
             // Windows in whole blocks.
             self.initialWindow = Self.roundUp(max(initialWindow, 1), to: self.blockSize)
             self.maxWindow = max(self.initialWindow, Self.roundUp(maxWindow, to: self.blockSize))
@@ -75,6 +88,8 @@ struct ReadAhead: Sendable, Equatable {
     private(set) var expectedOffset: Int64?
     /// End of the range handed out for prefetching.
     private(set) var frontier: Int64 = 0
+    /// A prefetch was abandoned since the last refill.
+    private var resumingAfterAbandon = false
 
     init(configuration: Configuration, objectSize: Int64) {
         self.configuration = configuration
@@ -101,13 +116,18 @@ struct ReadAhead: Sendable, Equatable {
             window = configuration.initialWindow
             frontier = alignDown(offset)
         } else {
-            let keepFrom = alignDown(max(0, offset - configuration.seekTolerance))
+            let keepFrom = alignDown(max(0, offset - configuration.keepBehind))
             if keepFrom > 0 { actions.append(.discard(below: keepFrom)) }
         }
         let readerEnd = max(expectedOffset ?? 0, end)
         expectedOffset = readerEnd
         if frontier < objectSize, frontier - readerEnd < window / 2 {
-            let from = max(frontier, alignDown(offset))
+            // From the frontier even when the read lies past it: the
+            // kernel's requests for the bytes between are on their way.
+            // Not after an abandoned prefetch: those bytes were read
+            // directly meanwhile.
+            let from = resumingAfterAbandon ? max(frontier, alignDown(offset)) : frontier
+            resumingAfterAbandon = false
             let to = min(objectSize, alignUp(readerEnd + window))
             actions.append(.prefetch(from..<to))
             frontier = to
@@ -120,6 +140,7 @@ struct ReadAhead: Sendable, Equatable {
     /// not arrive: budget refused, or the download failed.
     mutating func prefetchAbandoned(from offset: Int64) {
         frontier = min(frontier, max(0, offset))
+        resumingAfterAbandon = true
     }
 
     private func isStreaming(near offset: Int64) -> Bool {

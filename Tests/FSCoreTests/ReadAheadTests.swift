@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import FSCore
 
 private let MiB: Int64 = 1 << 20
@@ -131,7 +132,7 @@ struct ReadAheadTests {
             }
         }
         // The last read is at 9.875 MiB: blocks from 7 MiB on are kept.
-        #expect(discards.last == 7 * MiB, "keeps the seek tolerance behind the reader")
+        #expect(discards.last == 7 * MiB, "keeps keepBehind (2 MiB) behind the reader")
     }
 
     @Test func abandonedPrefetchIsRetriedLater() {
@@ -141,6 +142,89 @@ struct ReadAheadTests {
         #expect(machine.frontier == 0 && machine.isStreaming)
         let retry = prefetches(machine.read(offset: 128 * 1024, size: 128 * KiB))
         #expect(retry.first?.lowerBound == 0)
+    }
+
+    /// What the CI machine saw (20 GETs for a 64 MiB cat, the stream
+    /// ended twice): the kernel's read-ahead sweep, 16 requests of 1 MiB at
+    /// a time, reaching the filesystem in any order after the reader's
+    /// first read at 0 (a stream starts there). With the mount's
+    /// tolerance (the kernel's 16 MiB window) it stays one stream of
+    /// contiguous, growing GETs, whatever the order; 20 seeds of shuffles.
+    @Test func theKernelsOutOfOrderSweepStaysOneStream() {
+        let size = 64 * MiB
+        for seed in UInt64(1)...20 {
+            var random = SplitMix64(seed: seed)
+            var machine = ReadAhead(configuration: ReadAhead.Configuration(), objectSize: size)
+            var requests: [Range<Int64>] = []
+            var batchStart: Int64 = 0
+            while batchStart < size {
+                var batch = Array(stride(from: batchStart, to: min(size, batchStart + 16 * MiB), by: Int(MiB)))
+                batch.shuffle(using: &random)
+                if batchStart == 0 { batch = [0] + batch.filter { $0 != 0 } }
+                for offset in batch {
+                    let actions = machine.read(offset: offset, size: Int(MiB))
+                    #expect(!actions.contains(.discardAll), "seed \(seed): the read at \(offset) ended the stream")
+                    requests += prefetches(actions)
+                }
+                batchStart += 16 * MiB
+            }
+            #expect(machine.isStreaming, "seed \(seed)")
+            #expect(requests.first?.lowerBound == 0 && requests.last?.upperBound == size, "seed \(seed)")
+            for (a, b) in zip(requests, requests.dropFirst()) {
+                #expect(a.upperBound == b.lowerBound, "seed \(seed): contiguous, no gap left to direct reads")
+            }
+            #expect(requests.count <= 8, "seed \(seed): \(requests.map { $0.count / Int(MiB) }) MiB")
+        }
+    }
+
+    /// Late and early reads, as a table: the furthest read is at 10 MiB
+    /// (window 16 MiB, frontier 21 MiB after the refills).
+    @Test func lateAndEarlyReadsAroundTheStream() {
+        struct Row {
+            let offset: Int64
+            let streaming: Bool
+            let requests: [Range<Int64>]
+        }
+        func streamAtTenMiB() -> ReadAhead {
+            var machine = ReadAhead(configuration: ReadAhead.Configuration(maxWindow: 16 * MiB), objectSize: 200 * MiB)
+            for offset in stride(from: Int64(0), through: 9 * MiB, by: Int(MiB)) { _ = machine.read(offset: offset, size: Int(MiB)) }
+            return machine
+        }
+        let start = streamAtTenMiB()
+        #expect(start.expectedOffset == 10 * MiB)
+        let frontier = start.frontier
+        #expect(frontier == 21 * MiB)
+        let rows: [Row] = [
+            // 6 MiB behind the furthest read: a late request of the sweep.
+            Row(offset: 4 * MiB, streaming: true, requests: []),
+            // Past the frontier (21 MiB) but within the kernel's window of
+            // the furthest read: the stream grows from its frontier, no gap
+            // (to 16 MiB past the read's end).
+            Row(offset: 24 * MiB, streaming: true, requests: [frontier..<(41 * MiB)]),
+            // Further than the kernel's window from the furthest read, and
+            // past the frontier: a seek.
+            Row(offset: 27 * MiB, streaming: false, requests: []),
+        ]
+        for (index, row) in rows.enumerated() {
+            var machine = start
+            let actions = machine.read(offset: row.offset, size: Int(MiB))
+            #expect(machine.isStreaming == row.streaming, "row \(index)")
+            #expect(prefetches(actions) == row.requests, "row \(index)")
+        }
+    }
+
+    @Test func afterAnAbandonedPrefetchTheStreamResumesAtTheReader() {
+        var machine = ReadAhead(configuration: configuration, objectSize: 100 * MiB)
+        let first = prefetches(machine.read(offset: 0, size: 128 * KiB))
+        machine.prefetchAbandoned(from: first[0].lowerBound)
+        // The budget stayed spent while the reader read 0..<1.5 MiB directly.
+        for offset in stride(from: Int64(128 * 1024), to: 3 * MiB / 2, by: 128 * 1024) {
+            _ = machine.read(offset: offset, size: 128 * KiB)
+            machine.prefetchAbandoned(from: 0)
+        }
+        // Budget back: the bytes already read are not fetched again.
+        let resumed = prefetches(machine.read(offset: 3 * MiB / 2, size: 128 * KiB))
+        #expect(resumed.first?.lowerBound == MiB, "from the reader's block, not from 0: \(resumed)")
     }
 
     @Test func readsAtOrPastTheEndDoNothing() {

@@ -140,14 +140,15 @@ extension MountTests {
             let cat = try await Tools.run("/bin/cat", [mount.at("big.bin")], stdoutPath: out)
             #expect(cat.ok, "\(cat.summary)\nlog:\n\(mount.logTail())")
             let media = try log.entries().filter { $0.method == "GET" && $0.parameter("alt") == "media" && $0.objectName == "\(prefix)/big.bin" }
-            // Windows of 1 MiB doubling up to 64 MiB: 7 GETs, plus direct
-            // ranged reads of the kernel's requests that arrive before the
-            // stream's window covers them: 3 to 5 on a quiet machine, 45
-            // once with other suites loading both cores, so the count is
-            // printed, not bounded. What tells a stream apart is its size:
-            // one GET asks for 16 MiB or more (ranged parts were at most
-            // 8 MiB, and 2 MiB before that).
-            print("sequential cat of 64 MiB: \(media.count) media GETs")
+            // Windows of 1 MiB doubling up to 64 MiB: 7 GETs, plus the odd
+            // direct read of a block whose buffer was already dropped. The
+            // kernel's requests arrive out of order (by up to its 16 MiB
+            // read-ahead) and the read-ahead machine's table tests cover
+            // that; here the count is printed, not bounded, because a
+            // loaded machine adds direct reads. What tells a stream apart
+            // is its size: one GET asks for 16 MiB or more (ranged parts
+            // were at most 8 MiB, and 2 MiB before that).
+            print("sequential cat of 64 MiB: \(media.count) media GETs: \(media.map { $0.byteRange ?? "whole" })")
             let spans = media.compactMap { request -> Int64? in
                 // No Range header: the whole object.
                 guard let header = request.byteRange else { return Int64(size) }

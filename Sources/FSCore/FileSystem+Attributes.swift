@@ -52,14 +52,15 @@ extension FileSystem {
     private func truncate(_ inode: UInt64, _ path: String, to size: Int64) async throws(FSError) {
         // A staged file whose last release is uploading it takes the change
         // into another upload; one retired meanwhile does not.
-        if let staged = state.withLock({ $0.staged[inode] }), try await staged.truncate(to: size, now: Timestamp(Date())) {
+        if let staged = state.withLock({ $0.staged[inode] }),
+           try await staged.truncate(to: size, now: Timestamp(Date()), launch: launcher(staged, inode: inode)) {
             return
         }
         let info = try await currentInfo(path)
         guard info.size != size else { return }
         let staged = try makeStagedFile(path: path, base: info, truncated: size == 0)
         defer { discard(staged) }
-        try await staged.truncate(to: size, now: Timestamp(Date()))
+        try await staged.truncate(to: size, now: Timestamp(Date()), launch: launcher(staged, inode: inode))
         try await upload(staged, inode: inode, reason: "truncate")
     }
 

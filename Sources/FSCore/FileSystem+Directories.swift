@@ -208,7 +208,7 @@ extension FileSystem {
         for (inode, staged) in s.staged {
             guard let record = s.inodes[inode], record.bound, PathRules.parent(of: record.path) == directory else { continue }
             let name = String(record.path.dropFirst(directory.isEmpty ? 0 : directory.count + 1))
-            if staged.state.withLock({ $0.unlinked }) {
+            if staged.isUnlinked {
                 byName[name] = nil
             } else {
                 byName[name] = (.file(staged.view(objectName: objectName(record.path))), true)

@@ -137,7 +137,7 @@ extension FileSystem {
         guard let object = carrierName(record) else { return nil }
         // A file being written: what it will be once uploaded, as getattr
         // shows it (it may not be in the bucket yet).
-        if !fresh, let staged = state.withLock({ $0.staged[inode] }), staged.state.withLock({ !$0.retired && !$0.unlinked }) {
+        if !fresh, let staged = state.withLock({ $0.staged[inode] }), staged.isLive {
             return staged.view(objectName: object)
         }
         let now = clock.now

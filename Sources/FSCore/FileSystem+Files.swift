@@ -86,15 +86,10 @@ extension FileSystem {
     ) async throws(FSError) -> OpenReply? {
         let attached = try state.withLock { s throws(FSError) -> (OpenReply, StagedFile)? in
             guard s.inodes[inode] != nil else { throw FSError(.notFound, "inode \(inode) forgotten during open") }
-            let staged: StagedFile
-            if let registered = s.staged[inode] {
-                staged = registered
-            } else {
-                guard fresh || !candidate.state.withLock({ $0.retired }) else { return nil }
-                staged = candidate
-            }
+            // A registered file is never retired (retiring unregisters it).
+            let staged = s.staged[inode] ?? candidate
+            guard staged.attach(new: fresh || staged !== candidate) else { return nil }
             s.staged[inode] = staged
-            staged.state.withLock { $0.handles += 1 }
             // The kernel's cached pages may predate writes: drop them.
             return (newHandle(OpenFile(inode: inode, reader: nil, writable: writable), &s, keepCache: false), staged)
         }
@@ -102,7 +97,7 @@ extension FileSystem {
         if fresh, staged !== candidate { discard(candidate) }
         if truncate {
             do {
-                try await staged.truncate(to: 0, now: Timestamp(Date()))
+                try await staged.truncate(to: 0, now: Timestamp(Date()), launch: launcher(staged, inode: inode))
             } catch {
                 try? await release(inode, handle: reply.handle)
                 throw error
@@ -162,10 +157,10 @@ extension FileSystem {
             if staged.needsFinalUpload { _ = try? await upload(staged, inode: inode, reason: "release") }
             let retired = state.withLock { s -> Bool? in
                 guard s.staged[inode] === staged else { return false }
-                return staged.state.withLock { t -> Bool? in
-                    guard t.handles == 0 else { return false }
-                    if t.dirty && t.failedVersion != t.version && !t.unlinked { return nil }
-                    t.retired = true
+                switch staged.retire() {
+                case .keep: return false
+                case .uploadFirst: return nil
+                case .discard:
                     s.staged[inode] = nil
                     return true
                 }
@@ -194,11 +189,7 @@ extension FileSystem {
         // Only handles attached to the staged file (those without a reader
         // of their own) count among its handles.
         if let staged, file.reader == nil {
-            let last = staged.state.withLock { s -> Bool in
-                s.handles -= 1
-                return s.handles == 0
-            }
-            if last { await retire(staged, inode: inode) }
+            if staged.released() { await retire(staged, inode: inode) }
         }
         state.withLock { s in
             s.inodes.unpin(file.inode)

@@ -40,13 +40,8 @@ extension FileSystem {
             // No upload starts once it is unlinked; one already under way
             // (a release's) may still create the object: wait for it, so
             // that what it stored is deleted too.
-            let inFlight = staged.state.withLock { s in
-                s.unlinked = true
-                return s.upload
-            }
-            if let inFlight { _ = await inFlight.value }
-            let base = staged.state.withLock { $0.base }
-            guard let base else {
+            if let inFlight = staged.unlink(launch: Self.endingStream) { _ = await inFlight.value }
+            guard let base = staged.base else {
                 touchDirectories(parent)
                 forgetName(path)
                 return
@@ -65,7 +60,7 @@ extension FileSystem {
             logger.debug("unlink: already gone", metadata: ["object": "\(objectName(path))"])
         } catch {
             state.withLock { $0.stats.invalidate(path) }
-            kept?.state.withLock { $0.unlinked = false }
+            kept?.relink()
             throw failure(error, during: .delete, "delete", path)
         }
         touchDirectories(parent)
@@ -142,7 +137,7 @@ extension FileSystem {
         let local = state.withLock { s in
             s.staged.contains { inode, staged in
                 guard let p = s.inodes[inode]?.path else { return false }
-                return p.hasPrefix(below) && staged.state.withLock { !$0.unlinked }
+                return p.hasPrefix(below) && !staged.isUnlinked
             }
         }
         if local { return true }

@@ -35,16 +35,12 @@ extension FileSystem {
         // ends before the target's generation is taken as precondition.
         let replaced = known(target).staged
         if let replaced {
-            let inFlight = replaced.state.withLock { s in
-                s.unlinked = true
-                return s.upload
-            }
-            if let inFlight { _ = await inFlight.value }
+            if let inFlight = replaced.unlink(launch: Self.endingStream) { _ = await inFlight.value }
         }
         do {
             try await rename(source, sourceNode, sourceKind, to: target, flags: flags)
         } catch {
-            replaced?.state.withLock { $0.unlinked = false }
+            replaced?.relink()
             throw error
         }
         touchDirectories(parent, newParent)
@@ -148,7 +144,7 @@ extension FileSystem {
             amendListing(source, .removed(source), &s)
             amendListing(target, .file(copied), &s)
         }
-        if let staged, let inode, staged.state.withLock({ $0.journaled }) { writeJournal(staged, inode: inode) }
+        if let staged, let inode, staged.isJournaled { writeJournal(staged, inode: inode) }
     }
 
     private func renameDirectory(_ source: String, to target: String, replacing targetNode: StatCache.Node) async throws(FSError) {
@@ -194,7 +190,7 @@ extension FileSystem {
             s.listingHeads.removeAll()
             s.walks.removeAll()
         }
-        for (inode, staged) in pending where staged.state.withLock({ $0.journaled }) { writeJournal(staged, inode: inode) }
+        for (inode, staged) in pending where staged.isJournaled { writeJournal(staged, inode: inode) }
     }
 
     /// Every object whose name starts with `path/`, the placeholder

@@ -53,12 +53,16 @@ extension FileSystem {
             var pending: [FileSystemStatus.PendingUpload] = []
             for (inode, staged) in s.staged {
                 let path = "/" + (s.inodes[inode]?.path ?? "?")
-                let upload = staged.state.withLock { f -> FileSystemStatus.PendingUpload? in
-                    guard f.dirty, !f.unlinked else { return nil }
-                    let state = f.upload != nil ? "uploading" : (f.failedVersion == f.version ? "failed" : "writing")
-                    return FileSystemStatus.PendingUpload(path: path, size: f.size, state: state, openHandles: f.handles)
+                let file = staged.snapshot
+                let state: String? = switch file.phase {
+                case .dirty: "writing"
+                case .uploading: "uploading"
+                case .failed: "failed"
+                case .clean, .unlinked, .retired: nil
                 }
-                if let upload { pending.append(upload) }
+                if let state {
+                    pending.append(FileSystemStatus.PendingUpload(path: path, size: file.size, state: state, openHandles: file.handles))
+                }
             }
             let caches = FileSystemStatus.Caches(
                 blockCacheBytes: blockCache?.usedBytes ?? 0, blockCacheCapacityBytes: blockCache?.capacity ?? 0,

@@ -75,13 +75,8 @@ extension FileSystem {
         guard file.writable, let staged else { throw FSError(.badHandle, "handle \(handle) is not open for writing") }
         guard offset >= 0 else { throw FSError(.invalid, "write at \(offset)") }
         guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(.tooLarge, "write past 5 TiB") }
-        try await staged.write(data, at: offset, now: Timestamp(Date()))
-        let firstWrite = staged.state.withLock { s -> Bool in
-            defer { s.journaled = true }
-            return !s.journaled
-        }
-        if firstWrite { writeJournal(staged, inode: inode) }
-        advanceStream(staged, inode: inode)
+        let later = try await staged.write(data, at: offset, now: Timestamp(Date()), launch: launcher(staged, inode: inode))
+        perform(later, staged, inode: inode)
         FileSystemMetrics.writtenBytes.increment(by: Int64(data.count))
         return data.count
     }
@@ -139,135 +134,6 @@ extension FileSystem {
         await blockCache?.waitForPendingWrites()
     }
 
-    // MARK: - Upload
-
-    /// Uploads `staged` if it is dirty. Uploads of one file never overlap:
-    /// a flush that finds one in flight waits for it, then uploads again
-    /// only if writes came after its snapshot. The upload is the file's,
-    /// not the caller's: an `interruptible` caller (close, fsync: what the
-    /// kernel lets a signal interrupt) that is cancelled stops waiting
-    /// (EINTR); the upload does not stop. The others (release, rename, a
-    /// truncate by path) go on with the uploaded file, so they wait.
-    func upload(_ staged: StagedFile, inode: UInt64, reason: String, interruptible: Bool = false) async throws(FSError) {
-        while true {
-            let (task, mine) = staged.state.withLock { s -> (Task<Result<Void, FSError>, Never>?, Bool) in
-                if let running = s.upload { return (running, false) }
-                guard s.dirty, !s.unlinked else { return (nil, false) }
-                let task = Task { await self.performUpload(staged, inode: inode, reason: reason) }
-                s.upload = task
-                return (task, true)
-            }
-            guard let task else { return }
-            // An interrupted close or fsync answers EINTR at once; the
-            // upload goes on (and, past its window, leaves the bytes in the
-            // recovery folder), so the interruption loses nothing.
-            let answered: Result<Void, FSError>? = if interruptible { await task.valueUnlessCancelled() } else { await task.value }
-            guard let result = answered else {
-                throw FSError.interrupted("\(reason) of inode \(inode) while its upload goes on")
-            }
-            // Someone else's upload failing fails ours too (same bytes); if
-            // it succeeded, look again: writes may have come after it.
-            if case .failure(let error) = result { throw error }
-            if mine { return }
-        }
-    }
-
-    private func performUpload(_ staged: StagedFile, inode: UInt64, reason: String) async -> Result<Void, FSError> {
-        defer { staged.state.withLock { $0.upload = nil } }
-        let snapshot = staged.state.withLock { $0 }
-        guard let path = state.withLock({ $0.inodes[inode]?.path }) else {
-            return .failure(FSError(.ioError, "inode \(inode) unknown at \(reason)"))
-        }
-        let name = objectName(path)
-        let options = Self.uploadOptions(snapshot)
-        do throws(FSError) {
-            try await staged.fetchAll()
-        } catch {
-            // The base could not be read (gone: ESTALE; network: EIO); the
-            // bytes written so far are still worth keeping.
-            let cause: StoreError = error.is(.stale) ? .preconditionFailed(error.message) : .other(error.message)
-            return .failure(await uploadFailed(staged, path: path, version: snapshot.version, options: options, cause, reason))
-        }
-        let plan = ObjectUploader.Plan(
-            name: name, localPath: staged.file.path, options: options, size: snapshot.size,
-            stream: await takeStream(staged), streamCarriesContent: snapshot.sequentialEnd == snapshot.size, reason: reason)
-        let info: ObjectInfo
-        switch await uploader.upload(plan) {
-        case .success(let stored): info = stored
-        case .failure(let error):
-            return .failure(await uploadFailed(staged, path: path, version: snapshot.version, options: options, error, reason))
-        }
-        staged.uploaded(version: snapshot.version, info: info, sentMetadata: snapshot.pendingMetadata)
-        // Clean now: nothing left for a journal to rescue. Removed under
-        // the lock, so a write racing this re-creates it after, not before.
-        staged.state.withLock { s in
-            guard s.journaled, !s.dirty else { return }
-            s.journaled = false
-            Glibc.unlink(staged.journalPath)
-        }
-        recovery?.remove(objectName: name)
-        // Only while the name is still this file's: an upload that ends
-        // after the name was unlinked or renamed over must not bring its
-        // old attributes back under that name.
-        if state.withLock({ $0.inodes.inode(forPath: path) == inode }) { noteUploaded(path, info) }
-        logger.debug("uploaded", metadata: ["object": "\(name)", "size": "\(info.size)", "generation": "\(info.generation)", "on": "\(reason)"])
-        return .success(())
-    }
-
-    /// Stores staged bytes as objects (see `ObjectUploader`).
-    var uploader: ObjectUploader {
-        ObjectUploader(store: store, retryWindow: Duration(seconds: options.uploadRetryWindow), logger: logger)
-    }
-
-    /// What an upload sends besides the bytes: the replaced object's
-    /// properties and metadata with the pending changes, and the
-    /// precondition (the generation it replaces, 0 for a new file).
-    static func uploadOptions(_ s: StagedFile.State) -> PutOptions {
-        var base = s.base ?? ObjectInfo(name: "", size: 0, generation: 0, updated: Date())
-        s.pendingProperties.apply(to: &base)
-        return PutOptions(keeping: base, customMetadata: uploadMetadata(s), ifGenerationMatch: s.base?.generation ?? 0)
-    }
-
-    /// The custom metadata an upload sends: the replaced object's, with the
-    /// pending changes, and the local mtime.
-    static func uploadMetadata(_ s: StagedFile.State) -> [String: String] {
-        var metadata = s.base?.customMetadata ?? [:]
-        for (key, value) in s.pendingMetadata { metadata[key] = value }
-        metadata[AttributeMapper.mtimeKey] = String(s.modificationTime.seconds)
-        return metadata
-    }
-
-    /// Keeps the bytes in the recovery folder and says where; the errno is
-    /// the upload row of `ErrnoMapping.errno(for:during:)`. After a conflict what was
-    /// cached about the object is forgotten, so the mount shows the other
-    /// writer's object at once.
-    private func uploadFailed(
-        _ staged: StagedFile, path: String, version: UInt64, options: PutOptions, _ error: StoreError, _ reason: String
-    ) async -> FSError {
-        let name = objectName(path)
-        staged.state.withLock { $0.failedVersion = version }
-        // Only a transient failure is retried in the background; the entry
-        // says so from the start, as `bucketfs status` reports it.
-        let notRetried: String? = if !error.isTransient {
-            "not a transient failure: \(error)"
-        } else if retrier == nil {
-            "this mount retries nothing in the background"
-        } else {
-            nil
-        }
-        let saved = recovery?.save(staged.file.path, objectName: name, options: options, reason: "\(error)", notRetried: notRetried)
-        let failure = FSError(error, during: .upload, "upload of \(name) on \(reason)")
-        let retried = saved != nil && notRetried == nil
-        logger.error("upload failed; the written bytes are kept in the recovery folder", metadata: [
-            "object": "\(name)", "on": "\(reason)", "cause": "\(error)", "errno": "\(failure.errno)",
-            "recovery": "\(saved ?? "none (no cache directory)")",
-            "background retries": "\(retried ? "yes, while mounted" : "no (\(notRetried ?? "no recovery entry"))")",
-        ])
-        if retried { retrier?.track([name]) }
-        if case .preconditionFailed = error { await forgetReplaced(path, pages: true) }
-        return failure
-    }
-
     // MARK: - Helpers
 
     /// The path for a new entry `name` in directory `parent`, checked.
@@ -293,39 +159,7 @@ extension FileSystem {
         }
         return StagedFile(
             file: local, base: base, baseReader: keepsBase ? base.map { makeReader(path, $0) } : nil,
-            blockSize: readAhead.blockSize, now: Timestamp(Date()), logger: logger)
-    }
-
-    /// Records where the staged bytes of `inode` are going, beside them,
-    /// so that if this process dies before uploading them the next mount
-    /// moves them into the recovery folder (`RecoveryFolder.adoptLeftovers`).
-    func writeJournal(_ staged: StagedFile, inode: UInt64) {
-        guard let path = state.withLock({ $0.inodes[inode]?.path }) else { return }
-        let options = Self.uploadOptions(staged.state.withLock { $0 })
-        let entry = RecoveryFolder.Entry(
-            bucket: self.options.bucket, object: objectName(path), ifGenerationMatch: options.ifGenerationMatch,
-            properties: options.properties, metadata: options.customMetadata, size: staged.size, savedAt: Date(),
-            reason: "written through a mount that ended before uploading it")
-        do {
-            try RecoveryFolder.write(entry, to: staged.journalPath)
-        } catch {
-            logger.warning("cannot write the journal of a staged file", metadata: ["path": "\(staged.journalPath)", "cause": "\(error)"])
-        }
-    }
-
-    func discard(_ staged: StagedFile) {
-        let (reader, stream) = staged.state.withLock { s -> (FileReader?, UploadStream?) in
-            defer {
-                s.baseReader = nil
-                s.stream = nil
-            }
-            return (s.baseReader, s.stream)
-        }
-        reader?.close()
-        if let stream { Task { await stream.put.abandon() } }
-        staged.file.close()
-        Glibc.unlink(staged.file.path)
-        Glibc.unlink(staged.journalPath)
+            blockSize: readAhead.blockSize, streamChunk: options.streamChunkSize, now: Timestamp(Date()), logger: logger)
     }
 
     /// What `stat` shows for a staged file.
@@ -349,16 +183,6 @@ extension FileSystem {
             }
             let inode = s.inodes.lookup(path, kind: node.kind!)
             return entryReply(attributes(node, inode: inode)!)
-        }
-    }
-
-    /// Whether a file of this mount holds unsaved writes for `object`.
-    func isBeingWritten(_ object: String) -> Bool {
-        guard object.hasPrefix(objectPrefix) else { return false }
-        let path = String(object.dropFirst(objectPrefix.count))
-        return state.withLock { s in
-            guard let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode] else { return false }
-            return staged.state.withLock { $0.dirty && !$0.unlinked }
         }
     }
 

@@ -17,7 +17,7 @@ extension FileSystem {
     func keepOpenContent(of path: String, staged: StagedFile?, generation: Int64) async throws(StoreError) -> StagedFile? {
         do throws(FSError) {
             if let staged {
-                if staged.state.withLock({ $0.handles > 0 }) { try await staged.fetchAll() }
+                if staged.handleCount > 0 { try await staged.fetchAll() }
                 return staged
             }
             return try await copyForReaders(of: path, generation: generation)
@@ -40,7 +40,7 @@ extension FileSystem {
         }
         guard let (inode, info) = pinned else { return nil }
         let copy = try makeStagedFile(path: path, base: info, truncated: false)
-        copy.state.withLock { $0.unlinked = true }
+        copy.markUnlinked()
         do {
             try await copy.fetchAll()
         } catch {
@@ -57,7 +57,7 @@ extension FileSystem {
                 readers.append(file.reader!)
             }
             guard !readers.isEmpty else { return nil }
-            copy.state.withLock { $0.handles = readers.count }
+            copy.adopt(handles: readers.count)
             s.staged[inode] = copy
             return readers
         }

@@ -1,6 +1,9 @@
 import Foundation
 import Logging
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The content of a file open for writing: a sparse local copy in the cache
 /// directory's `staging/` folder, one per inode, shared by every handle.
@@ -15,8 +18,10 @@ import Synchronization
 /// Truncation keeps `baseLimit`: base bytes at or past it are gone (they
 /// read as zeros, as the sparse local file does), so they are never fetched.
 ///
-/// Every change bumps `version`; a file is dirty while `version` is not the
-/// uploaded one. Uploads themselves are run by `FileSystem`.
+/// Its lifecycle (dirty or clean, uploads, handles, the name, the journal,
+/// the stream) is the `WriteBack` machine in its state; every event goes
+/// through the methods here, under its lock. The uploads and streams the
+/// machine asks for are run by `FileSystem`'s write-back executor.
 final class StagedFile: Sendable {
     let file: LocalFile
     let blockSize: Int64
@@ -32,11 +37,6 @@ final class StagedFile: Sendable {
         var present: Set<Int64> = []
         var fetching: [Int64: Task<Result<Void, FSError>, Never>] = [:]
         var size: Int64
-        var version: UInt64 = 0
-        var uploadedVersion: UInt64 = 0
-        /// The version whose upload failed: release does not try it again
-        /// (its bytes are in the recovery folder already).
-        var failedVersion: UInt64?
         /// Metadata changes to send with the next upload (chmod on a dirty
         /// file, for example). nil values delete a key.
         var pendingMetadata: [String: String?] = [:]
@@ -44,42 +44,36 @@ final class StagedFile: Sendable {
         /// fields of the patch; its custom keys are in `pendingMetadata`).
         var pendingProperties = MetadataPatch()
         var modificationTime: Timestamp
-        /// Handles open on this file.
-        var handles = 0
-        /// The name was unlinked: nothing more is uploaded.
-        var unlinked = false
-        /// The last handle is gone and the local copy deleted: a change that
-        /// finds this must go to the object instead.
-        var retired = false
-        /// A journal beside the local file says where its bytes go (written
-        /// at the first write after each upload; see `adoptLeftovers`).
-        var journaled = false
-        /// Bytes [0, sequentialEnd) were written in order from an empty
-        /// file, and nothing else: such a file can stream its upload.
-        var sequentialEnd: Int64?
-        /// The upload in flight, so two flushes never upload at once.
+        /// The lifecycle: versions, handles, the name, journal, stream.
+        var writeBack: WriteBack
+        // What the executor started for the machine's actions (Tasks are
+        // created here, never awaited under the lock, so that a second
+        // flush finds the upload to join and an upload finds the stream
+        // start to wait for):
+        /// The upload in flight (`writeBack.uploading`).
         var upload: Task<Result<Void, FSError>, Never>?
-        /// The upload started while writing in order (see `UploadStream`).
+        /// The open stream's session (`writeBack.stream` is `.open`).
         var stream: UploadStream?
-        /// The stream's start request in flight: an upload waits for it, so
-        /// a close right after the first chunk's worth of writes finishes
-        /// that stream instead of racing it with a second, whole upload.
+        /// The stream's start request (`writeBack.stream` is `.starting`).
         var streamStart: Task<Void, Never>?
 
-        var dirty: Bool { version != uploadedVersion }
+        var dirty: Bool { writeBack.dirty }
     }
 
     let state: Mutex<State>
 
-    init(file: LocalFile, base: ObjectInfo?, baseReader: FileReader?, blockSize: Int64, now: Timestamp, logger: Logger) {
+    init(
+        file: LocalFile, base: ObjectInfo?, baseReader: FileReader?, blockSize: Int64, streamChunk: Int64, now: Timestamp,
+        logger: Logger
+    ) {
         self.file = file
         self.blockSize = blockSize
         self.logger = logger
         let size = base?.size ?? 0
-        var initial = State(base: base, baseReader: baseReader, baseLimit: size, size: size,
-                            modificationTime: base.map(AttributeMapper.modificationTime) ?? now)
-        initial.sequentialEnd = size == 0 ? 0 : nil
-        self.state = Mutex(initial)
+        self.state = Mutex(State(
+            base: base, baseReader: baseReader, baseLimit: size, size: size,
+            modificationTime: base.map(AttributeMapper.modificationTime) ?? now,
+            writeBack: WriteBack(streamChunk: streamChunk, emptyAtStart: size == 0)))
     }
 
     var size: Int64 { state.withLock { $0.size } }
@@ -90,7 +84,7 @@ final class StagedFile: Sendable {
     /// is written (`touch`), with its mode when not the mount's default.
     func markCreated(metadata: [String: String]) {
         state.withLock { s in
-            s.version += 1
+            s.writeBack.created()
             for (key, value) in metadata { s.pendingMetadata[key] = value }
         }
     }
@@ -98,7 +92,7 @@ final class StagedFile: Sendable {
     /// Created here, never uploaded, and nothing done to it since (no
     /// write, truncation or attribute change): the state right after create.
     var isUntouchedNewFile: Bool {
-        state.withLock { $0.base == nil && $0.version == 1 && $0.uploadedVersion == 0 && $0.size == 0 && !$0.unlinked }
+        state.withLock { $0.base == nil && $0.size == 0 && $0.writeBack.untouchedSinceCreate }
     }
 
     /// The object this file will be once uploaded, as `stat` shows it.
@@ -117,17 +111,33 @@ final class StagedFile: Sendable {
     }
 
     /// An upload of `version` stored `info`: that is the new base, and the
-    /// local file holds all of it (`fetchAll` ran first).
+    /// local file holds all of it (`fetchAll` ran first). Once clean, the
+    /// journal goes, under the lock, so a write racing this re-creates it
+    /// after, not before.
     func uploaded(version: UInt64, info: ObjectInfo, sentMetadata: [String: String?]) {
         adoptBase(info) { s in
-            s.uploadedVersion = max(s.uploadedVersion, version)
-            s.failedVersion = nil
-            // Appends after an upload cannot continue its session.
-            if s.size > 0 { s.sequentialEnd = nil }
+            let actions = s.writeBack.uploadStored(version, hasContent: s.size > 0)
+            if actions.contains(.removeJournal) { Glibc.unlink(journalPath) }
             for (key, value) in sentMetadata where s.pendingMetadata[key] == value { s.pendingMetadata[key] = nil }
             s.pendingProperties = MetadataPatch()
         }
     }
+
+    /// The upload of `version` failed (its bytes are in the recovery folder).
+    func uploadFailed(version: UInt64) {
+        state.withLock { $0.writeBack.uploadFailed(version) }
+    }
+
+    /// The phase `bucketfs status` shows, with the size and handles.
+    var snapshot: (phase: WriteBack.Phase, size: Int64, handles: Int) {
+        state.withLock { ($0.writeBack.phase, $0.size, $0.writeBack.handles) }
+    }
+
+    var isUnlinked: Bool { state.withLock { $0.writeBack.name == .unlinked } }
+    /// Live: neither unlinked nor retired (getattr shows its staged view).
+    var isLive: Bool { state.withLock { $0.writeBack.name == .live } }
+    var isJournaled: Bool { state.withLock { $0.writeBack.journaled } }
+    var holdsUnsavedWrites: Bool { state.withLock { $0.writeBack.holdsUnsavedWrites } }
 
     /// Applies a change that is to ride along with the coming upload, if
     /// there is one: only while the file is dirty and not retired (else
@@ -135,16 +145,15 @@ final class StagedFile: Sendable {
     /// a write, so an upload already in flight is followed by another.
     func rideAlong(_ change: (inout State) -> Void) -> Bool {
         state.withLock { s in
-            guard s.dirty, !s.retired, !s.unlinked else { return false }
+            guard s.writeBack.rideAlong() else { return false }
             change(&s)
-            s.version += 1
             return true
         }
     }
 
     /// Whether release still owes this file an upload.
     var needsFinalUpload: Bool {
-        state.withLock { $0.dirty && $0.failedVersion != $0.version && !$0.unlinked }
+        state.withLock { $0.writeBack.owesFinalUpload }
     }
 
     /// A metadata change (xattrs) made while the file has unsaved writes:
@@ -197,20 +206,18 @@ final class StagedFile: Sendable {
         return try file.read(at: offset, count: Int(end - offset))
     }
 
-    /// Writes `data` at `offset`, growing the file as needed.
-    func write(_ data: Data, at offset: Int64, now: Timestamp) async throws(FSError) {
-        guard !data.isEmpty else { return }
+    /// Writes `data` at `offset`, growing the file as needed. Returns the
+    /// machine's actions that `launch` left for after the lock.
+    func write(_ data: Data, at offset: Int64, now: Timestamp, launch: Launch) async throws(FSError) -> [WriteBack.Action] {
+        guard !data.isEmpty else { return [] }
         let range = offset..<(offset + Int64(data.count))
         try await ensurePresent(range, partialOnly: true)
         try file.write(data, at: offset)
-        state.withLock { s in
+        return transition({ s in
             s.size = max(s.size, range.upperBound)
-            s.version += 1
             s.modificationTime = now
-            // In order means exactly at the end; anything else (a rewrite,
-            // a hole) ends streaming for this content.
-            if let end = s.sequentialEnd { s.sequentialEnd = offset == end ? range.upperBound : nil }
-        }
+            return ((), s.writeBack.wrote(range))
+        }, launch: launch).actions
     }
 
     /// Sets the size: shrinking forgets the base bytes past it, growing
@@ -219,28 +226,151 @@ final class StagedFile: Sendable {
     /// Returns false, changing nothing, if the file was retired meanwhile
     /// (its last release finished: the change must go to the object).
     @discardableResult
-    func truncate(to newSize: Int64, now: Timestamp) async throws(FSError) -> Bool {
+    func truncate(to newSize: Int64, now: Timestamp, launch: Launch) async throws(FSError) -> Bool {
         // Fetches in flight would write base bytes back past the new end.
         await waitForFetches()
-        let (changed, dropped) = state.withLock { s -> (Bool?, UploadStream?) in
-            guard !s.retired else { return (nil, nil) }
-            // The stream carries bytes that are no longer the content.
-            let dropped = s.stream
-            s.stream = nil
-            guard s.size != newSize else { return (false, dropped) }
+        let changed = transition({ s -> (Bool?, [WriteBack.Action]) in
+            guard let actions = s.writeBack.truncated(from: s.size, to: newSize) else { return (nil, []) }
+            guard s.size != newSize else { return (false, actions) }
             s.baseLimit = min(s.baseLimit, newSize)
             s.present = s.present.filter { $0 * blockSize < s.baseLimit }
             s.size = newSize
-            s.version += 1
             s.modificationTime = now
-            if newSize == 0 { s.sequentialEnd = 0 } else if let end = s.sequentialEnd, newSize != end { s.sequentialEnd = nil }
-            return (true, dropped)
-        }
-        if let dropped { Task { await dropped.put.abandon() } }
+            return (true, actions)
+        }, launch: launch).result
         guard let changed else { return false }
         if changed { try file.truncate(to: newSize) }
         return true
     }
+
+    // MARK: - Lifecycle events
+
+    /// Launches one of the machine's actions under this file's lock,
+    /// returning false to leave it for after the lock (see `transition`).
+    typealias Launch = (WriteBack.Action, inout State) -> Bool
+
+    /// Feeds the lifecycle machine one event under this file's lock. The
+    /// actions whose Task a waiter must find (the stream's start and
+    /// sends), or that take a resource out of the state (the stream to
+    /// abandon), are launched by `launch` in the same critical section
+    /// (Tasks are created there, never awaited); the rest are returned, to
+    /// be performed after the lock is released.
+    func transition<R>(
+        _ event: (inout State) -> (R, [WriteBack.Action]), launch: Launch
+    ) -> (result: R, actions: [WriteBack.Action]) {
+        state.withLock { s in
+            let (result, actions) = event(&s)
+            var later: [WriteBack.Action] = []
+            for action in actions where !launch(action, &s) { later.append(action) }
+            return (result, later)
+        }
+    }
+
+    /// An open attaches a handle; false if the file is retired and not
+    /// `new` (made for this open).
+    func attach(new: Bool) -> Bool {
+        state.withLock { $0.writeBack.attach(new: new) }
+    }
+
+    /// Readers of a deleted generation move onto this copy.
+    func adopt(handles count: Int) {
+        state.withLock { $0.writeBack.adopt(handles: count) }
+    }
+
+    /// A handle was released; true if it was the last.
+    func released() -> Bool {
+        state.withLock { $0.writeBack.released() }
+    }
+
+    /// After the last release, and after each upload it led to.
+    func retire() -> WriteBack.RetireStep {
+        state.withLock { $0.writeBack.retire() }
+    }
+
+    /// The name is unlinked (or renamed over): nothing more is uploaded.
+    /// Returns the upload in flight, which the caller waits for.
+    func unlink(launch: Launch) -> Task<Result<Void, FSError>, Never>? {
+        transition({ s in
+            let (inFlight, actions) = s.writeBack.unlink()
+            return (inFlight ? s.upload : nil, actions)
+        }, launch: launch).result
+    }
+
+    /// The unlink or rename failed: the name is the file's again.
+    func relink() {
+        state.withLock { $0.writeBack.relink() }
+    }
+
+    /// A copy only for descriptors of a deleted name: never uploaded.
+    func markUnlinked() {
+        state.withLock { $0.writeBack.markUnlinked() }
+    }
+
+    /// A flush, fsync or release asks for an upload: the one to wait for,
+    /// and whether it is the caller's (`start` makes it, as the file's
+    /// upload Task, under the lock so a second flush joins it).
+    func requestUpload(start: () -> Task<Result<Void, FSError>, Never>) -> (Task<Result<Void, FSError>, Never>, mine: Bool)? {
+        state.withLock { s in
+            switch s.writeBack.uploadRequested() {
+            case .nothing: return nil
+            case .join: return s.upload.map { ($0, false) }
+            case .start:
+                let task = start()
+                s.upload = task
+                return (task, true)
+            }
+        }
+    }
+
+    /// The upload is over (after `uploaded` or `uploadFailed`).
+    func uploadEnded() {
+        state.withLock { s in
+            s.writeBack.uploadEnded()
+            s.upload = nil
+        }
+    }
+
+    /// An upload takes the open stream over: waits while its start is in
+    /// flight; nil if there is none.
+    func takeStream() async -> UploadStream? {
+        while true {
+            let (step, starting, stream) = state.withLock { s -> (WriteBack.StreamTake, Task<Void, Never>?, UploadStream?) in
+                let step = s.writeBack.takeStream()
+                defer { if step == .take { s.stream = nil } }
+                return (step, s.streamStart, s.stream)
+            }
+            switch step {
+            case .none: return nil
+            case .take: return stream
+            case .waitForStart:
+                // Set in the same critical section as `.starting`.
+                if let starting { await starting.value } else { await Task.yield() }
+            }
+        }
+    }
+
+    /// The send of `stream` ended; ignored if it is no longer the file's.
+    func streamSent(_ stream: UploadStream, ok: Bool) {
+        state.withLock { s in
+            if s.stream === stream { s.writeBack.streamSent(ok: ok) }
+        }
+    }
+
+    /// The resources a discarded file leaves: the base's reader and the
+    /// stream, taken out of the state.
+    func takeResources() -> (FileReader?, UploadStream?) {
+        state.withLock { s in
+            defer {
+                s.baseReader = nil
+                s.stream = nil
+            }
+            return (s.baseReader, s.stream)
+        }
+    }
+
+    var current: State { state.withLock { $0 } }
+    var base: ObjectInfo? { state.withLock { $0.base } }
+    var handleCount: Int { state.withLock { $0.writeBack.handles } }
 
     /// Fetches every base block still missing: before an upload, the local
     /// file must hold the whole content.

@@ -1,0 +1,165 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The write-back executor's uploads: what flush, fsync, release, rename
+/// and unmount call to store a staged file, and what a failed upload
+/// leaves (the recovery folder, a log line, the errno). When an upload
+/// starts and who waits is the `WriteBack` machine's call.
+extension FileSystem {
+    // MARK: - Upload
+
+    /// Uploads `staged` if it is dirty. Uploads of one file never overlap:
+    /// a flush that finds one in flight waits for it, then uploads again
+    /// only if writes came after its snapshot. The upload is the file's,
+    /// not the caller's: an `interruptible` caller (close, fsync: what the
+    /// kernel lets a signal interrupt) that is cancelled stops waiting
+    /// (EINTR); the upload does not stop. The others (release, rename, a
+    /// truncate by path) go on with the uploaded file, so they wait.
+    func upload(_ staged: StagedFile, inode: UInt64, reason: String, interruptible: Bool = false) async throws(FSError) {
+        while true {
+            let requested = staged.requestUpload {
+                Task { await self.performUpload(staged, inode: inode, reason: reason) }
+            }
+            guard let (task, mine) = requested else { return }
+            // An interrupted close or fsync answers EINTR at once; the
+            // upload goes on (and, past its window, leaves the bytes in the
+            // recovery folder), so the interruption loses nothing.
+            let answered: Result<Void, FSError>? = if interruptible { await task.valueUnlessCancelled() } else { await task.value }
+            guard let result = answered else {
+                throw FSError.interrupted("\(reason) of inode \(inode) while its upload goes on")
+            }
+            // Someone else's upload failing fails ours too (same bytes); if
+            // it succeeded, look again: writes may have come after it.
+            if case .failure(let error) = result { throw error }
+            if mine { return }
+        }
+    }
+
+    private func performUpload(_ staged: StagedFile, inode: UInt64, reason: String) async -> Result<Void, FSError> {
+        defer { staged.uploadEnded() }
+        let snapshot = staged.current
+        guard let path = state.withLock({ $0.inodes[inode]?.path }) else {
+            return .failure(FSError(.ioError, "inode \(inode) unknown at \(reason)"))
+        }
+        let name = objectName(path)
+        let options = Self.uploadOptions(snapshot)
+        do throws(FSError) {
+            try await staged.fetchAll()
+        } catch {
+            // The base could not be read (gone: ESTALE; network: EIO); the
+            // bytes written so far are still worth keeping.
+            let cause: StoreError = error.is(.stale) ? .preconditionFailed(error.message) : .other(error.message)
+            return .failure(await uploadFailed(staged, path: path, version: snapshot.writeBack.version, options: options, cause, reason))
+        }
+        let plan = ObjectUploader.Plan(
+            name: name, localPath: staged.file.path, options: options, size: snapshot.size,
+            stream: await staged.takeStream(), streamCarriesContent: snapshot.writeBack.streamCarries(size: snapshot.size), reason: reason)
+        let info: ObjectInfo
+        switch await uploader.upload(plan) {
+        case .success(let stored): info = stored
+        case .failure(let error):
+            return .failure(await uploadFailed(staged, path: path, version: snapshot.writeBack.version, options: options, error, reason))
+        }
+        staged.uploaded(version: snapshot.writeBack.version, info: info, sentMetadata: snapshot.pendingMetadata)
+        recovery?.remove(objectName: name)
+        // Only while the name is still this file's: an upload that ends
+        // after the name was unlinked or renamed over must not bring its
+        // old attributes back under that name.
+        if state.withLock({ $0.inodes.inode(forPath: path) == inode }) { noteUploaded(path, info) }
+        logger.debug("uploaded", metadata: ["object": "\(name)", "size": "\(info.size)", "generation": "\(info.generation)", "on": "\(reason)"])
+        return .success(())
+    }
+
+    /// Stores staged bytes as objects (see `ObjectUploader`).
+    var uploader: ObjectUploader {
+        ObjectUploader(store: store, retryWindow: Duration(seconds: options.uploadRetryWindow), logger: logger)
+    }
+
+    /// What an upload sends besides the bytes: the replaced object's
+    /// properties and metadata with the pending changes, and the
+    /// precondition (the generation it replaces, 0 for a new file).
+    static func uploadOptions(_ s: StagedFile.State) -> PutOptions {
+        var base = s.base ?? ObjectInfo(name: "", size: 0, generation: 0, updated: Date())
+        s.pendingProperties.apply(to: &base)
+        return PutOptions(keeping: base, customMetadata: uploadMetadata(s), ifGenerationMatch: s.base?.generation ?? 0)
+    }
+
+    /// The custom metadata an upload sends: the replaced object's, with the
+    /// pending changes, and the local mtime.
+    static func uploadMetadata(_ s: StagedFile.State) -> [String: String] {
+        var metadata = s.base?.customMetadata ?? [:]
+        for (key, value) in s.pendingMetadata { metadata[key] = value }
+        metadata[AttributeMapper.mtimeKey] = String(s.modificationTime.seconds)
+        return metadata
+    }
+
+    /// Keeps the bytes in the recovery folder and says where; the errno is
+    /// the upload row of `ErrnoMapping.errno(for:during:)`. After a conflict what was
+    /// cached about the object is forgotten, so the mount shows the other
+    /// writer's object at once.
+    private func uploadFailed(
+        _ staged: StagedFile, path: String, version: UInt64, options: PutOptions, _ error: StoreError, _ reason: String
+    ) async -> FSError {
+        let name = objectName(path)
+        staged.uploadFailed(version: version)
+        // Only a transient failure is retried in the background; the entry
+        // says so from the start, as `bucketfs status` reports it.
+        let notRetried: String? = if !error.isTransient {
+            "not a transient failure: \(error)"
+        } else if retrier == nil {
+            "this mount retries nothing in the background"
+        } else {
+            nil
+        }
+        let saved = recovery?.save(staged.file.path, objectName: name, options: options, reason: "\(error)", notRetried: notRetried)
+        let failure = FSError(error, during: .upload, "upload of \(name) on \(reason)")
+        let retried = saved != nil && notRetried == nil
+        logger.error("upload failed; the written bytes are kept in the recovery folder", metadata: [
+            "object": "\(name)", "on": "\(reason)", "cause": "\(error)", "errno": "\(failure.errno)",
+            "recovery": "\(saved ?? "none (no cache directory)")",
+            "background retries": "\(retried ? "yes, while mounted" : "no (\(notRetried ?? "no recovery entry"))")",
+        ])
+        if retried { retrier?.track([name]) }
+        if case .preconditionFailed = error { await forgetReplaced(path, pages: true) }
+        return failure
+    }
+
+    /// Records where the staged bytes of `inode` are going, beside them,
+    /// so that if this process dies before uploading them the next mount
+    /// moves them into the recovery folder (`RecoveryFolder.adoptLeftovers`).
+    func writeJournal(_ staged: StagedFile, inode: UInt64) {
+        guard let path = state.withLock({ $0.inodes[inode]?.path }) else { return }
+        let options = Self.uploadOptions(staged.current)
+        let entry = RecoveryFolder.Entry(
+            bucket: self.options.bucket, object: objectName(path), ifGenerationMatch: options.ifGenerationMatch,
+            properties: options.properties, metadata: options.customMetadata, size: staged.size, savedAt: Date(),
+            reason: "written through a mount that ended before uploading it")
+        do {
+            try RecoveryFolder.write(entry, to: staged.journalPath)
+        } catch {
+            logger.warning("cannot write the journal of a staged file", metadata: ["path": "\(staged.journalPath)", "cause": "\(error)"])
+        }
+    }
+
+    func discard(_ staged: StagedFile) {
+        let (reader, stream) = staged.takeResources()
+        reader?.close()
+        if let stream { Task { await stream.put.abandon() } }
+        staged.file.close()
+        Glibc.unlink(staged.file.path)
+        Glibc.unlink(staged.journalPath)
+    }
+
+    /// Whether a file of this mount holds unsaved writes for `object`.
+    func isBeingWritten(_ object: String) -> Bool {
+        guard object.hasPrefix(objectPrefix) else { return false }
+        let path = String(object.dropFirst(objectPrefix.count))
+        return state.withLock { s in
+            guard let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode] else { return false }
+            return staged.holdsUnsavedWrites
+        }
+    }
+
+}

@@ -1,0 +1,339 @@
+/// The write-back lifecycle of one staged file, as a value-type state
+/// machine: its owner (`StagedFile`, under its lock) feeds it each event and
+/// the executor (`FileSystem`'s write-back extensions) performs the actions
+/// it returns. No I/O, no Task and no clock in here, so the races of the
+/// write path are table tests of this type (`WriteBackTests`).
+///
+/// What it decides, and nothing else decides:
+/// - whether the file holds unsaved writes (`version` against the uploaded
+///   one) and whether the last release still owes an upload;
+/// - when an upload starts and who waits for it (one at a time per file);
+/// - whether the name is live, unlinked (nothing is uploaded any more) or
+///   retired (the last handle went and the local copy is deleted: a later
+///   change goes to the object);
+/// - when the journal beside the local copy is written and removed;
+/// - the streamed upload of a file written in order: when it starts, what
+///   it sends, when it is abandoned, and that the close takes it over.
+///
+/// The phases a person sees (`bucketfs status`, the design note's diagram):
+///
+/// | phase     | means                                         | left by                              |
+/// |-----------|-----------------------------------------------|--------------------------------------|
+/// | clean     | the bucket holds every byte                   | a write, truncate or attribute change → dirty |
+/// | dirty     | unsaved changes                               | flush/fsync/last release → uploading; unlink → unlinked |
+/// | uploading | one upload of a snapshot version in flight    | stored → clean (or dirty if written meanwhile); failed → failed |
+/// | failed    | the last attempt failed; bytes in recovery    | a new change → dirty; flush → uploading |
+/// | unlinked  | the name was unlinked or renamed over         | a failed unlink → back; last release → retired |
+/// | retired   | last handle gone, local copy deleted (final)  | —                                    |
+struct WriteBack: Sendable, Equatable {
+    enum Name: Sendable, Equatable {
+        /// Bound to its name: changes are uploaded there.
+        case live
+        /// Unlinked, or replaced by a rename: never uploaded again (unless
+        /// the unlink fails and it is live again).
+        case unlinked
+        /// The last handle went and the local copy was deleted.
+        case retired
+    }
+
+    enum Phase: String, Sendable, Equatable {
+        case clean, dirty, uploading, failed, unlinked, retired
+    }
+
+    /// The upload started while the file is written in order.
+    enum Stream: Sendable, Equatable {
+        case none
+        /// Its start request is in flight; `current`: nothing has happened
+        /// since that makes the session useless (a truncation, a write out
+        /// of order, an unlink).
+        case starting(current: Bool)
+        /// Open: bytes below `requested` are asked to be sent, in steps of
+        /// `granularity`; one send at a time; after a failed send it only
+        /// waits to be abandoned (the close uploads the whole file).
+        case open(requested: Int64, granularity: Int64, sending: Bool, failed: Bool)
+    }
+
+    enum Action: Sendable, Equatable {
+        /// Write the journal beside the local copy (first change since the
+        /// last upload).
+        case writeJournal
+        /// The file is clean: delete the journal.
+        case removeJournal
+        /// Start a streaming session from the content as it is now.
+        case startStream
+        /// Send the stream's bytes up to this offset.
+        case sendStream(upTo: Int64)
+        /// The stream no longer carries the content: end its session.
+        case abandonStream
+    }
+
+    /// What a flush, fsync or release asking for an upload does.
+    enum UploadStep: Sendable, Equatable {
+        /// Nothing to upload (clean, or unlinked).
+        case nothing
+        /// Upload this version (the caller is the uploader).
+        case start(version: UInt64)
+        /// One is in flight: wait for it, then ask again.
+        case join
+    }
+
+    /// What the last release does next.
+    enum RetireStep: Sendable, Equatable {
+        /// A handle is open again: the file stays.
+        case keep
+        /// Unsaved writes that were not tried yet: upload, then ask again.
+        case uploadFirst
+        /// Retired: delete the local copy.
+        case discard
+    }
+
+    /// What an upload does with the stream.
+    enum StreamTake: Sendable, Equatable {
+        case none
+        /// Its start is in flight: wait for it, then ask again.
+        case waitForStart
+        /// Hand the open stream to the uploader (the file has none after).
+        case take
+    }
+
+    /// Bytes a stream waits for before it starts, and sends at a time.
+    let streamChunk: Int64
+    /// Every change bumps it; the file is dirty while it differs from
+    /// `uploadedVersion`.
+    private(set) var version: UInt64 = 0
+    private(set) var uploadedVersion: UInt64 = 0
+    /// The version whose upload failed (its bytes are in the recovery
+    /// folder): the last release does not try it again.
+    private(set) var failedVersion: UInt64?
+    private(set) var handles = 0
+    private(set) var name: Name = .live
+    /// The journal beside the local copy is written.
+    private(set) var journaled = false
+    /// Bytes [0, sequentialEnd) were written in order from an empty file,
+    /// and nothing else: such a file can stream its upload.
+    private(set) var sequentialEnd: Int64?
+    /// The version being uploaded.
+    private(set) var uploading: UInt64?
+    private(set) var stream: Stream = .none
+
+    /// `emptyAtStart`: a new or truncated file, which may stream.
+    init(streamChunk: Int64, emptyAtStart: Bool) {
+        self.streamChunk = max(1, streamChunk)
+        sequentialEnd = emptyAtStart ? 0 : nil
+    }
+
+    var dirty: Bool { version != uploadedVersion }
+
+    var phase: Phase {
+        switch name {
+        case .retired: return .retired
+        case .unlinked: return .unlinked
+        case .live:
+            if !dirty { return .clean }
+            if uploading != nil { return .uploading }
+            return failedVersion == version ? .failed : .dirty
+        }
+    }
+
+    /// Unsaved writes for the file's name (what the recovery retrier must
+    /// not overwrite).
+    var holdsUnsavedWrites: Bool { dirty && name != .unlinked }
+
+    /// The last release still owes an upload.
+    var owesFinalUpload: Bool { dirty && failedVersion != version && name == .live }
+
+    /// Made by create and nothing done to it since.
+    var untouchedSinceCreate: Bool { version == 1 && uploadedVersion == 0 && name == .live }
+
+    // MARK: - Handles
+
+    /// create made the file: it must reach the bucket even if nothing is
+    /// written.
+    mutating func created() {
+        version += 1
+    }
+
+    /// An open attaches a handle. A retired file takes none (its local copy
+    /// is gone), unless it is `new`: made for this very open.
+    mutating func attach(new: Bool) -> Bool {
+        guard new || name != .retired else { return false }
+        handles += 1
+        return true
+    }
+
+    /// `count` handles move onto this file at once (readers of an unlinked
+    /// generation).
+    mutating func adopt(handles count: Int) {
+        handles += count
+    }
+
+    /// A handle was released; true if it was the last.
+    mutating func released() -> Bool {
+        handles = max(0, handles - 1)
+        return handles == 0
+    }
+
+    /// After the last release (and after each upload it led to).
+    mutating func retire() -> RetireStep {
+        guard handles == 0 else { return .keep }
+        if owesFinalUpload { return .uploadFirst }
+        name = .retired
+        stream = .none
+        return .discard
+    }
+
+    // MARK: - Changes
+
+    /// Bytes `range` were written.
+    mutating func wrote(_ range: Range<Int64>) -> [Action] {
+        version += 1
+        if let end = sequentialEnd { sequentialEnd = range.lowerBound == end ? range.upperBound : nil }
+        var actions: [Action] = []
+        if !journaled {
+            journaled = true
+            actions.append(.writeJournal)
+        }
+        return actions + advanceStream()
+    }
+
+    /// The size was set to `newSize` from `oldSize`. nil: the file is
+    /// retired, the caller changes the object instead.
+    mutating func truncated(from oldSize: Int64, to newSize: Int64) -> [Action]? {
+        guard name != .retired else { return nil }
+        // The stream carries bytes that may no longer be the content.
+        let actions = dropStream()
+        guard oldSize != newSize else { return actions }
+        version += 1
+        if newSize == 0 {
+            sequentialEnd = 0
+        } else if sequentialEnd != newSize {
+            sequentialEnd = nil
+        }
+        return actions
+    }
+
+    /// A change that rides along with the coming upload (chmod, utimens,
+    /// xattrs of a dirty file): accepted only while there is one, that is,
+    /// while dirty and live; else the caller changes the object itself.
+    /// It counts as a change, so an upload in flight is followed by another.
+    mutating func rideAlong() -> Bool {
+        guard dirty, name == .live else { return false }
+        version += 1
+        return true
+    }
+
+    // MARK: - Uploads
+
+    mutating func uploadRequested() -> UploadStep {
+        if uploading != nil { return .join }
+        guard dirty, name == .live else { return .nothing }
+        uploading = version
+        return .start(version: version)
+    }
+
+    /// The upload of `stored` succeeded. `hasContent`: the file is not
+    /// empty (appends after an upload cannot continue its session).
+    mutating func uploadStored(_ stored: UInt64, hasContent: Bool) -> [Action] {
+        uploadedVersion = max(uploadedVersion, stored)
+        failedVersion = nil
+        if hasContent { sequentialEnd = nil }
+        guard journaled, !dirty else { return [] }
+        journaled = false
+        return [.removeJournal]
+    }
+
+    /// The upload of `version` failed: its bytes are in the recovery folder.
+    mutating func uploadFailed(_ version: UInt64) {
+        failedVersion = version
+    }
+
+    /// The uploader is done (after `uploadStored` or `uploadFailed`).
+    mutating func uploadEnded() {
+        uploading = nil
+    }
+
+    // MARK: - The name
+
+    /// Unlinked, or about to be replaced by a rename. Returns whether an
+    /// upload is in flight (the caller waits for it: what it stores must
+    /// be deleted too) and the actions.
+    mutating func unlink() -> (uploadInFlight: Bool, actions: [Action]) {
+        if name == .live { name = .unlinked }
+        return (uploading != nil, dropStream())
+    }
+
+    /// The delete or rename failed: the name is the file's again.
+    mutating func relink() {
+        if name == .unlinked { name = .live }
+    }
+
+    /// A copy made only for descriptors of a deleted name: never uploaded.
+    mutating func markUnlinked() {
+        if name == .live { name = .unlinked }
+    }
+
+    // MARK: - The stream
+
+    /// After a write: start, feed or drop the stream.
+    private mutating func advanceStream() -> [Action] {
+        guard let end = sequentialEnd, name == .live else { return dropStream() }
+        switch stream {
+        case .none:
+            guard end >= streamChunk else { return [] }
+            stream = .starting(current: true)
+            return [.startStream]
+        case .starting:
+            return []
+        case .open(let requested, let granularity, let sending, let failed):
+            let target = end / streamChunk * streamChunk / granularity * granularity
+            guard !sending, !failed, target > requested else { return [] }
+            stream = .open(requested: target, granularity: granularity, sending: true, failed: false)
+            return [.sendStream(upTo: target)]
+        }
+    }
+
+    private mutating func dropStream() -> [Action] {
+        switch stream {
+        case .none: return []
+        case .starting:
+            stream = .starting(current: false)
+            return []
+        case .open:
+            stream = .none
+            return [.abandonStream]
+        }
+    }
+
+    /// The stream's start request ended: a session of `granularity`, or
+    /// nil if it could not be started. `kept`: the session is the file's
+    /// stream now; if not (the content moved away from it meanwhile, or a
+    /// close uploaded it), the caller abandons it.
+    mutating func streamStarted(granularity: Int64?) -> (kept: Bool, actions: [Action]) {
+        guard case .starting(let current) = stream else { return (false, []) }
+        stream = .none
+        guard let granularity, current, sequentialEnd != nil, dirty, name == .live else { return (false, []) }
+        stream = .open(requested: 0, granularity: max(1, granularity), sending: false, failed: false)
+        return (true, advanceStream())
+    }
+
+    /// A send ended.
+    mutating func streamSent(ok: Bool) {
+        guard case .open(let requested, let granularity, _, let failed) = stream else { return }
+        stream = .open(requested: requested, granularity: granularity, sending: false, failed: failed || !ok)
+    }
+
+    /// An upload takes the stream over (or learns there is none).
+    mutating func takeStream() -> StreamTake {
+        switch stream {
+        case .none: return .none
+        case .starting: return .waitForStart
+        case .open:
+            stream = .none
+            return .take
+        }
+    }
+
+    /// The content is exactly what the stream carries (written in order
+    /// from empty and nothing else).
+    func streamCarries(size: Int64) -> Bool { sequentialEnd == size }
+}

@@ -1,0 +1,302 @@
+import Testing
+@testable import FSCore
+
+/// The write-back machine as tables: events in, what each returns and the
+/// phase after it. The races fixed one at a time in the write path (each
+/// table names the commit) are rows here, next to the end-to-end tests
+/// that found them.
+@Suite("write-back state machine")
+struct WriteBackTests {
+    private static let MiB: Int64 = 1 << 20
+
+    enum Event {
+        case attach(new: Bool), released, retire
+        case created, wrote(Range<Int64>), truncated(from: Int64, to: Int64), rideAlong
+        case uploadRequested, uploadStored(UInt64, hasContent: Bool), uploadFailed(UInt64), uploadEnded
+        case unlink, relink
+        case streamStarted(granularity: Int64?), streamSent(ok: Bool), takeStream
+    }
+
+    /// What an event returned, comparable in a table.
+    enum Outcome: Equatable {
+        case done
+        case actions([WriteBack.Action])
+        case accepted(Bool)
+        case upload(WriteBack.UploadStep)
+        case retire(WriteBack.RetireStep)
+        case unlinked(uploadInFlight: Bool, [WriteBack.Action])
+        case streamStarted(kept: Bool, [WriteBack.Action])
+        case take(WriteBack.StreamTake)
+        case refused
+    }
+
+    struct Row {
+        let event: Event
+        let outcome: Outcome
+        let phase: WriteBack.Phase
+        init(_ event: Event, _ outcome: Outcome, _ phase: WriteBack.Phase) {
+            self.event = event
+            self.outcome = outcome
+            self.phase = phase
+        }
+    }
+
+    static func apply(_ event: Event, to machine: inout WriteBack) -> Outcome {
+        switch event {
+        case .attach(let new): return .accepted(machine.attach(new: new))
+        case .released: return .accepted(machine.released())
+        case .retire: return .retire(machine.retire())
+        case .created:
+            machine.created()
+            return .done
+        case .wrote(let range): return .actions(machine.wrote(range))
+        case .truncated(let from, let to): return machine.truncated(from: from, to: to).map(Outcome.actions) ?? .refused
+        case .rideAlong: return .accepted(machine.rideAlong())
+        case .uploadRequested: return .upload(machine.uploadRequested())
+        case .uploadStored(let version, let hasContent): return .actions(machine.uploadStored(version, hasContent: hasContent))
+        case .uploadFailed(let version):
+            machine.uploadFailed(version)
+            return .done
+        case .uploadEnded:
+            machine.uploadEnded()
+            return .done
+        case .unlink:
+            let (inFlight, actions) = machine.unlink()
+            return .unlinked(uploadInFlight: inFlight, actions)
+        case .relink:
+            machine.relink()
+            return .done
+        case .streamStarted(let granularity):
+            let (kept, actions) = machine.streamStarted(granularity: granularity)
+            return .streamStarted(kept: kept, actions)
+        case .streamSent(let ok):
+            machine.streamSent(ok: ok)
+            return .done
+        case .takeStream: return .take(machine.takeStream())
+        }
+    }
+
+    func run(_ rows: [Row], _ machine: WriteBack = WriteBack(streamChunk: 8 * MiB, emptyAtStart: true), sourceLocation: SourceLocation = #_sourceLocation) {
+        var machine = machine
+        for (index, row) in rows.enumerated() {
+            let outcome = Self.apply(row.event, to: &machine)
+            #expect(outcome == row.outcome, "row \(index): \(row.event)", sourceLocation: sourceLocation)
+            #expect(machine.phase == row.phase, "row \(index): \(row.event)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func aNewFileWrittenClosedAndRetired() {
+        run([
+            Row(.attach(new: true), .accepted(true), .clean),
+            Row(.created, .done, .dirty),
+            Row(.wrote(0..<100), .actions([.writeJournal]), .dirty),
+            // Only the first change after an upload writes the journal.
+            Row(.wrote(100..<200), .actions([]), .dirty),
+            Row(.uploadRequested, .upload(.start(version: 3)), .uploading),
+            Row(.uploadRequested, .upload(.join), .uploading),
+            Row(.uploadStored(3, hasContent: true), .actions([.removeJournal]), .clean),
+            Row(.uploadEnded, .done, .clean),
+            Row(.uploadRequested, .upload(.nothing), .clean),
+            Row(.released, .accepted(true), .clean),
+            Row(.retire, .retire(.discard), .retired),
+        ])
+    }
+
+    /// The open/release race (ee2ac6f, OpenReleaseRaceTests end to end): an open that found the file
+    /// registered attaches after the last release retired it; it must not
+    /// write through the deleted copy, and opens afresh.
+    @Test func aRetiredFileTakesNoHandleUnlessMadeForTheOpen() {
+        run([
+            Row(.attach(new: true), .accepted(true), .clean),
+            Row(.released, .accepted(true), .clean),
+            Row(.retire, .retire(.discard), .retired),
+            Row(.attach(new: false), .accepted(false), .retired),
+            Row(.truncated(from: 0, to: 5), .refused, .retired),
+            Row(.rideAlong, .accepted(false), .retired),
+        ])
+    }
+
+    /// A write that lands while its file uploads: the upload stores the
+    /// older version, the file stays dirty, the journal stays, and the next
+    /// request uploads again; the last release owes that upload.
+    @Test func aWriteDuringAnUploadIsUploadedNext() {
+        run([
+            Row(.attach(new: true), .accepted(true), .clean),
+            Row(.wrote(0..<10), .actions([.writeJournal]), .dirty),
+            Row(.uploadRequested, .upload(.start(version: 1)), .uploading),
+            Row(.wrote(10..<20), .actions([]), .uploading),
+            // Still dirty; uploading until the uploader is done.
+            Row(.uploadStored(1, hasContent: true), .actions([]), .uploading),
+            Row(.released, .accepted(true), .uploading),
+            // The last release owes the second version: it uploads (joining
+            // the upload in flight first), then asks again.
+            Row(.retire, .retire(.uploadFirst), .uploading),
+            Row(.uploadEnded, .done, .dirty),
+            Row(.uploadRequested, .upload(.start(version: 2)), .uploading),
+            Row(.uploadStored(2, hasContent: true), .actions([.removeJournal]), .clean),
+            Row(.uploadEnded, .done, .clean),
+            Row(.retire, .retire(.discard), .retired),
+        ])
+    }
+
+    /// A failed upload (bytes in the recovery folder) is not tried again
+    /// by the last release, but a new change is.
+    @Test func aFailedVersionIsNotRetriedAtRelease() {
+        run([
+            Row(.attach(new: true), .accepted(true), .clean),
+            Row(.wrote(0..<10), .actions([.writeJournal]), .dirty),
+            Row(.uploadRequested, .upload(.start(version: 1)), .uploading),
+            Row(.uploadFailed(1), .done, .uploading),
+            Row(.uploadEnded, .done, .failed),
+            // A flush still tries (it reports to someone).
+            Row(.uploadRequested, .upload(.start(version: 1)), .uploading),
+            Row(.uploadFailed(1), .done, .uploading),
+            Row(.uploadEnded, .done, .failed),
+            Row(.wrote(10..<20), .actions([]), .dirty),
+            Row(.released, .accepted(true), .dirty),
+            Row(.retire, .retire(.uploadFirst), .dirty),
+            Row(.uploadRequested, .upload(.start(version: 2)), .uploading),
+            Row(.uploadFailed(2), .done, .uploading),
+            Row(.uploadEnded, .done, .failed),
+            Row(.retire, .retire(.discard), .retired),
+        ])
+    }
+
+    /// Unlink during a release's upload (f8736a8): the unlink learns
+    /// of the upload in flight (and waits for it, so what it stores is
+    /// deleted too); nothing is uploaded after; a failed delete makes the
+    /// name the file's again.
+    @Test func unlinkDuringAnUpload() {
+        run([
+            Row(.attach(new: true), .accepted(true), .clean),
+            Row(.wrote(0..<10), .actions([.writeJournal]), .dirty),
+            Row(.uploadRequested, .upload(.start(version: 1)), .uploading),
+            Row(.unlink, .unlinked(uploadInFlight: true, []), .unlinked),
+            Row(.uploadStored(1, hasContent: true), .actions([.removeJournal]), .unlinked),
+            Row(.uploadEnded, .done, .unlinked),
+            Row(.wrote(10..<20), .actions([.writeJournal]), .unlinked),
+            Row(.uploadRequested, .upload(.nothing), .unlinked),
+            Row(.rideAlong, .accepted(false), .unlinked),
+            Row(.relink, .done, .dirty),
+            Row(.uploadRequested, .upload(.start(version: 2)), .uploading),
+        ])
+    }
+
+    /// The last release of an unlinked file uploads nothing.
+    @Test func anUnlinkedFileIsDiscardedAtItsLastRelease() {
+        run([
+            Row(.attach(new: true), .accepted(true), .clean),
+            Row(.wrote(0..<10), .actions([.writeJournal]), .dirty),
+            Row(.unlink, .unlinked(uploadInFlight: false, []), .unlinked),
+            Row(.released, .accepted(true), .unlinked),
+            Row(.retire, .retire(.discard), .retired),
+        ])
+    }
+
+    /// A streamed upload raced by a whole upload (ed62f38):
+    /// a close right after the first chunk's writes finds the stream
+    /// starting, waits for it and takes it over, instead of a second upload
+    /// racing it.
+    @Test func aCloseDuringTheStreamsStartTakesTheStreamOver() {
+        run([
+            Row(.attach(new: true), .accepted(true), .clean),
+            Row(.wrote(0..<(4 * Self.MiB)), .actions([.writeJournal]), .dirty),
+            Row(.wrote((4 * Self.MiB)..<(8 * Self.MiB)), .actions([.startStream]), .dirty),
+            // Writes go on; one start is in flight.
+            Row(.wrote((8 * Self.MiB)..<(12 * Self.MiB)), .actions([]), .dirty),
+            Row(.uploadRequested, .upload(.start(version: 3)), .uploading),
+            Row(.takeStream, .take(.waitForStart), .uploading),
+            // Started: its first send goes at once (8 MiB, in 256 KiB steps).
+            Row(.streamStarted(granularity: 256 << 10), .streamStarted(kept: true, [.sendStream(upTo: 8 * Self.MiB)]), .uploading),
+            Row(.takeStream, .take(.take), .uploading),
+            // The file has no stream after.
+            Row(.takeStream, .take(.none), .uploading),
+            Row(.streamSent(ok: true), .done, .uploading),
+        ])
+    }
+
+    /// The stream's start ends after a close uploaded the file (or after a
+    /// truncation, an out-of-order write, an unlink): its session is not
+    /// kept.
+    @Test func aStreamThatStartsTooLateIsNotKept() {
+        let toChunk = Row(.wrote(0..<(8 * Self.MiB)), .actions([.writeJournal, .startStream]), .dirty)
+        // Uploaded meanwhile (a close that found no stream yet is not
+        // possible: it waits; but a stream can start after the upload
+        // stored everything).
+        run([
+            toChunk,
+            Row(.uploadRequested, .upload(.start(version: 1)), .uploading),
+            Row(.uploadStored(1, hasContent: true), .actions([.removeJournal]), .clean),
+            Row(.streamStarted(granularity: 1), .streamStarted(kept: false, []), .clean),
+        ])
+        run([toChunk, Row(.truncated(from: 8 * Self.MiB, to: 0), .actions([]), .dirty),
+             Row(.streamStarted(granularity: 1), .streamStarted(kept: false, []), .dirty)])
+        run([toChunk, Row(.wrote(0..<1), .actions([]), .dirty),
+             Row(.streamStarted(granularity: 1), .streamStarted(kept: false, []), .dirty)])
+        run([toChunk, Row(.unlink, .unlinked(uploadInFlight: false, []), .unlinked),
+             Row(.streamStarted(granularity: 1), .streamStarted(kept: false, []), .unlinked)])
+        // A start that failed leaves no stream; the next chunk tries again.
+        run([toChunk, Row(.streamStarted(granularity: nil), .streamStarted(kept: false, []), .dirty),
+             Row(.wrote((8 * Self.MiB)..<(16 * Self.MiB)), .actions([.startStream]), .dirty)])
+    }
+
+    /// An open stream: one send at a time, whole chunks in the session's
+    /// steps; a failed send stops the sends (the close uploads the whole
+    /// file); an out-of-order write or a truncation abandons it.
+    @Test func anOpenStreamSendsChunksAndEndsWhenTheContentMovesAway() {
+        let open: [Row] = [
+            Row(.wrote(0..<(8 * Self.MiB)), .actions([.writeJournal, .startStream]), .dirty),
+            Row(.streamStarted(granularity: 3 * Self.MiB), .streamStarted(kept: true, [.sendStream(upTo: 6 * Self.MiB)]), .dirty),
+        ]
+        run(open + [
+            // Still sending: the next chunk waits for the next write.
+            Row(.wrote((8 * Self.MiB)..<(16 * Self.MiB)), .actions([]), .dirty),
+            Row(.streamSent(ok: true), .done, .dirty),
+            Row(.wrote((16 * Self.MiB)..<(17 * Self.MiB)), .actions([.sendStream(upTo: 15 * Self.MiB)]), .dirty),
+            Row(.streamSent(ok: false), .done, .dirty),
+            Row(.wrote((17 * Self.MiB)..<(40 * Self.MiB)), .actions([]), .dirty),
+        ])
+        run(open + [Row(.wrote(0..<1), .actions([.abandonStream]), .dirty), Row(.takeStream, .take(.none), .dirty)])
+        run(open + [Row(.truncated(from: 8 * Self.MiB, to: 8 * Self.MiB), .actions([.abandonStream]), .dirty)])
+        run(open + [Row(.unlink, .unlinked(uploadInFlight: false, [.abandonStream]), .unlinked)])
+    }
+
+    /// Attribute changes ride along only with a coming upload (dirty and
+    /// live); else the caller patches the object.
+    @Test func changesRideAlongOnlyWithAComingUpload() {
+        var machine = WriteBack(streamChunk: Self.MiB, emptyAtStart: false)
+        let whenClean = machine.rideAlong()
+        #expect(!whenClean, "clean: patch the object")
+        _ = machine.wrote(0..<1)
+        let whenDirty = machine.rideAlong()
+        #expect(whenDirty && machine.version == 2, "dirty: counts as a change")
+        _ = machine.unlink()
+        let whenUnlinked = machine.rideAlong()
+        #expect(!whenUnlinked)
+    }
+
+    /// What the recovery retrier asks: it must not upload an entry over a
+    /// file this mount is writing.
+    @Test func unsavedWritesAreThoseOfALiveName() {
+        var machine = WriteBack(streamChunk: Self.MiB, emptyAtStart: true)
+        #expect(!machine.holdsUnsavedWrites)
+        _ = machine.wrote(0..<1)
+        #expect(machine.holdsUnsavedWrites && machine.owesFinalUpload)
+        machine.uploadFailed(1)
+        #expect(machine.holdsUnsavedWrites && !machine.owesFinalUpload, "failed: the recovery folder has it")
+        _ = machine.unlink()
+        #expect(!machine.holdsUnsavedWrites)
+    }
+
+    /// `touch` and `> f`: created, nothing since.
+    @Test func untouchedSinceCreate() {
+        var machine = WriteBack(streamChunk: Self.MiB, emptyAtStart: true)
+        machine.created()
+        #expect(machine.untouchedSinceCreate)
+        let noChange = machine.truncated(from: 0, to: 0)
+        #expect(noChange == [], "a no-op truncation is no change")
+        #expect(machine.untouchedSinceCreate)
+        _ = machine.wrote(0..<1)
+        #expect(!machine.untouchedSinceCreate)
+    }
+}

@@ -49,7 +49,7 @@ extension FileSystem {
     /// A snapshot for `bucketfs status`. Reads the recovery folder from disk
     /// (its sidecars are the record of failed uploads, also across mounts).
     public func status() -> FileSystemStatus {
-        let (pending, caches) = state.withLock { s -> ([FileSystemStatus.PendingUpload], FileSystemStatus.Caches) in
+        let (pending, counts) = state.withLock { s in
             var pending: [FileSystemStatus.PendingUpload] = []
             for (inode, staged) in s.staged {
                 let path = "/" + (s.inodes[inode]?.path ?? "?")
@@ -64,13 +64,16 @@ extension FileSystem {
                     pending.append(FileSystemStatus.PendingUpload(path: path, size: file.size, state: state, openHandles: file.handles))
                 }
             }
-            let caches = FileSystemStatus.Caches(
-                blockCacheBytes: blockCache?.usedBytes ?? 0, blockCacheCapacityBytes: blockCache?.capacity ?? 0,
-                blockCacheBlocks: blockCache?.blockCount ?? 0, statEntries: s.stats.count, listings: s.listings.count,
-                listingEntries: s.listings.entryCount, knownInodes: s.inodes.count,
-                readAheadBytesInUse: budget.inUse, readAheadBudgetBytes: options.readAheadBudget)
-            return (pending.sorted { $0.path < $1.path }, caches)
+            let counts = (stats: s.stats.count, listings: s.listings.count, entries: s.listings.entryCount, inodes: s.inodes.count)
+            return (pending.sorted { $0.path < $1.path }, counts)
         }
+        // The block cache's index and the read-ahead budget are read after
+        // `state` is released (see the lock order in FileSystem.swift).
+        let caches = FileSystemStatus.Caches(
+            blockCacheBytes: blockCache?.usedBytes ?? 0, blockCacheCapacityBytes: blockCache?.capacity ?? 0,
+            blockCacheBlocks: blockCache?.blockCount ?? 0, statEntries: counts.stats, listings: counts.listings,
+            listingEntries: counts.entries, knownInodes: counts.inodes,
+            readAheadBytesInUse: budget.inUse, readAheadBudgetBytes: options.readAheadBudget)
         let recovered = (recovery?.pending() ?? [])
             .filter { $0.entry.bucket == options.bucket }
             .map { FileSystemStatus.RecoveryEntry(

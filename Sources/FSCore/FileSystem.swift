@@ -76,9 +76,10 @@ public final class FileSystem: FileSystemOperations {
         let readAt: Duration
     }
 
-    // Lock order: `state` → { a `StagedFile`'s state, `DirectoryTimes` }
-    // (both leaves: `mergeStaged` and directory attributes take them under
-    // it). No other lock is taken while it is held (clock readings are
+    // Lock order: `state` → { a `StagedFile`'s state (→ an
+    // `UploadStream`'s), `DirectoryTimes` } (`mergeStaged`, lookups, attach,
+    // retire and directory attributes take them under it; docs/
+    // architecture.md#lock-order). No other lock is taken while it is held (clock readings are
     // taken before, `FileReader.close` after), and it is never held across
     // an await: every operation reads what it needs, releases, awaits the
     // store, then re-locks and re-checks.

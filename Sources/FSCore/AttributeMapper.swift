@@ -122,7 +122,7 @@ struct AttributeMapper: Sendable {
 /// directory (by inode): shown as the directory's mtime and ctime. Kept in
 /// memory only. Its lock is a leaf, taken with or without `FileSystem.state`.
 final class DirectoryTimes: Sendable {
-    private let times = Mutex<[UInt64: Timestamp]>([:])
+    private let times = RankedLock<[UInt64: Timestamp]>(.directoryTimes, [:])
 
     subscript(inode: UInt64) -> Timestamp? { times.withLock { $0[inode] } }
 

@@ -83,7 +83,7 @@ public final class FileSystem: FileSystemOperations {
     // taken before, `FileReader.close` after), and it is never held across
     // an await: every operation reads what it needs, releases, awaits the
     // store, then re-locks and re-checks.
-    let state: Mutex<State>
+    let state: RankedLock<State>
 
     /// - Parameters:
     ///   - clock: monotonic time for TTLs (tests pass FSCoreTesting's `ManualClock`).
@@ -136,7 +136,7 @@ public final class FileSystem: FileSystemOperations {
         self.readAhead = ReadAhead.Configuration(
             initialWindow: options.readAheadInitial, maxWindow: options.readAheadMax,
             blockSize: Int64(blockCache?.blockSize ?? 1 << 20), seekTolerance: max(2 << 20, options.kernelReadAhead))
-        self.state = Mutex(State(
+        self.state = RankedLock(.fileSystem, State(
             stats: StatCache(
                 ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL),
                 capacity: options.statCacheCapacity),

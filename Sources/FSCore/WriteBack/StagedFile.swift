@@ -60,7 +60,7 @@ final class StagedFile: Sendable {
         var dirty: Bool { writeBack.dirty }
     }
 
-    let state: Mutex<State>
+    let state: RankedLock<State>
 
     init(
         file: LocalFile, base: ObjectInfo?, baseReader: FileReader?, blockSize: Int64, streamChunk: Int64, now: Timestamp,
@@ -70,7 +70,7 @@ final class StagedFile: Sendable {
         self.blockSize = blockSize
         self.logger = logger
         let size = base?.size ?? 0
-        self.state = Mutex(State(
+        self.state = RankedLock(.stagedFile, State(
             base: base, baseReader: baseReader, baseLimit: size, size: size,
             modificationTime: base.map(AttributeMapper.modificationTime) ?? now,
             writeBack: WriteBack(streamChunk: streamChunk, emptyAtStart: size == 0)))
@@ -255,7 +255,7 @@ final class StagedFile: Sendable {
     /// abandon), are launched by `launch` in the same critical section
     /// (Tasks are created there, never awaited); the rest are returned, to
     /// be performed after the lock is released.
-    func transition<R>(
+    func transition<R: Sendable>(
         _ event: (inout State) -> (R, [WriteBack.Action]), launch: Launch
     ) -> (result: R, actions: [WriteBack.Action]) {
         state.withLock { s in

@@ -31,7 +31,7 @@ final class UploadStream: Sendable {
         var failure: StoreError?
     }
 
-    let state = Mutex(State())
+    let state = RankedLock(.uploadStream, State())
 
     init(put: any StreamingPut, sentMetadata: [String: String]) {
         self.put = put

@@ -127,6 +127,7 @@ extension FileSystem {
         } catch {
             throw failure(error, during: .copy, "copy", source)
         }
+        if let inode { moveReaders(of: inode, from: info.generation, to: copied, path: target) }
         do {
             try await store.delete(objectName(source), ifGenerationMatch: info.generation)
         } catch .notFound {
@@ -164,6 +165,12 @@ extension FileSystem {
             let copied = try await self.store.copy(object.name, to: destination, ifSourceGenerationMatch: object.generation, ifGenerationMatch: nil)
             return (object, copied)
         }
+        for (object, copied) in copies {
+            let path = String(object.name.dropFirst(objectPrefix.count))
+            if let inode = state.withLock({ $0.inodes.inode(forPath: path) }) {
+                moveReaders(of: inode, from: object.generation, to: copied, path: String(copied.name.dropFirst(objectPrefix.count)))
+            }
+        }
         _ = try await forEach(objects, "delete") { (object: ObjectInfo) async throws(StoreError) in
             do throws(StoreError) {
                 try await self.store.delete(object.name, ifGenerationMatch: object.generation)
@@ -191,6 +198,23 @@ extension FileSystem {
             s.walks.removeAll()
         }
         for (inode, staged) in pending where staged.isJournaled { writeJournal(staged, inode: inode) }
+    }
+
+    /// Descriptors open for reading follow a renamed file, as on a local
+    /// disk: before the source's generation is deleted, the handles of
+    /// `inode` pinned to it move onto `copy` (the same bytes under `path`),
+    /// each with a reader of its own. Before, their next read was ESTALE.
+    private func moveReaders(of inode: UInt64, from generation: Int64, to copy: ObjectInfo, path: String) {
+        let replaced = state.withLock { s -> [FileReader] in
+            var old: [FileReader] = []
+            for (handle, file) in s.files where file.inode == inode {
+                guard let reader = file.reader, reader.info.generation == generation else { continue }
+                s.files[handle] = OpenFile(inode: inode, reader: makeReader(path, copy), writable: false)
+                old.append(reader)
+            }
+            return old
+        }
+        for reader in replaced { reader.close() }
     }
 
     /// Every object whose name starts with `path/`, the placeholder

@@ -111,6 +111,49 @@ extension MountTests {
         }
 
         // Checks semantics.md#write-rename
+        // Checks semantics.md#write-rename
+        @Test("a descriptor open for reading reads on after mv of its file, and of its directory (no ESTALE)")
+        func readersFollowARename() async throws {
+            let gcs = try DirectGCS.emulator()
+            let prefix = MountEnv.uniquePrefix("mvopen")
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            // Over three blocks: most of it is read only after the rename.
+            let content = MountEnv.pattern(3 << 20 + 4321, seed: 24)
+            try content.write(to: URL(fileURLWithPath: "\(scratch)/original"))
+            try await gcs.put("\(prefix)/file.bin", content)
+            try await gcs.put("\(prefix)/dir/inner.bin", content)
+
+            let mount = try await Self.emulatorMount(prefix)
+            defer { mount.cleanup() }
+            let run = try await Tools.run(try MountEnv.variable("BUCKETFS_TEST_PYTHON"), ["-c", """
+                import os, sys
+                mnt, scratch = sys.argv[1], sys.argv[2]
+                original = open(os.path.join(scratch, "original"), "rb").read()
+                for source, target, renamed in [("file.bin", "moved.bin", "moved.bin"), ("dir", "dir2", "dir2/inner.bin")]:
+                    reading = "dir/inner.bin" if source == "dir" else source
+                    fd = os.open(os.path.join(mnt, reading), os.O_RDONLY)
+                    head = os.read(fd, 4096)
+                    os.rename(os.path.join(mnt, source), os.path.join(mnt, target))
+                    data = head
+                    while True:
+                        chunk = os.read(fd, 1 << 20)
+                        if not chunk:
+                            break
+                        data += chunk
+                    os.close(fd)
+                    if data != original:
+                        sys.exit(f"{reading}: read {len(data)} bytes after mv, not the object's")
+                    if open(os.path.join(mnt, renamed), "rb").read() != original:
+                        sys.exit(f"{renamed}: wrong bytes under the new name")
+                """, mount.path, scratch])
+            #expect(run.ok, "\(run.summary)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expectGone(gcs, "\(prefix)/file.bin", "mv deletes the source")
+            try await ObjectChecks.expect(gcs, "\(prefix)/moved.bin", holds: content)
+            try await ObjectChecks.expectGone(gcs, "\(prefix)/dir/inner.bin", "mv of the directory deletes the source")
+            try await ObjectChecks.expect(gcs, "\(prefix)/dir2/inner.bin", holds: content)
+        }
+
         @Test("mv of a file: source gone, destination with the bytes, contentType and custom metadata")
         func moveFile() async throws {
             let gcs = try DirectGCS.emulator()

@@ -106,9 +106,6 @@ fi
 BIN="$(readlink -f "$BIN")"
 [[ -x "$BIN" ]] || { echo "bench: no bucketfs binary at $BIN" >&2; exit 1; }
 
-say "starting the benchmark server ($BENCH_SERVER)"
-start_bench_server
-EMU_PORT="${EMU_BASE##*:}"
 
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo 'no commit yet')"
 if [[ -n "$(git status --porcelain 2>/dev/null | sed -n 1p)" ]]; then
@@ -118,10 +115,13 @@ rclone_version="$(rclone version 2>/dev/null | sed -n 1p)"
 started_load="$(cut -d' ' -f1-3 /proc/loadavg)"
 started_utc="$(date -u +%Y-%m-%d\ %H:%MZ)"
 
-# Seeding happens once, at 0 ms, straight to the servers.
+# Seeding happens once, at 0 ms, straight to the servers; each group gets
+# a benchmark server of its own ($BENCH_SERVER; see use_group_server).
 RTT=0
-BASE="$EMU_BASE"
 for group in "${GROUPS_[@]}"; do
+    say "starting the benchmark server of '$group' ($BENCH_SERVER)"
+    use_group_server "$group"
+    BASE="$EMU_BASE"
     if declare -F "${group}_seed" >/dev/null; then
         say "seeding for '$group'"
         "${group}_seed"
@@ -129,13 +129,14 @@ for group in "${GROUPS_[@]}"; do
 done
 
 for RTT in "${RTTS[@]}"; do
-    endpoint "$EMU_PORT"
-    BASE="$ENDPOINT"
-    say "round at $RTT ms ($BASE; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+    say "round at $RTT ms (load average $(cut -d' ' -f1-3 /proc/loadavg))"
     for group in "${GROUPS_[@]}"; do
         if declare -F "${group}_rtts" >/dev/null && ! "${group}_rtts" | grep -qw "$RTT"; then
             continue
         fi
+        use_group_server "$group"
+        endpoint "$EMU_PORT"
+        BASE="$ENDPOINT"
         say "$group at $RTT ms: curl"
         "${group}_curl"
         for col in "${COLUMNS_[@]}"; do

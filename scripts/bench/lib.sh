@@ -163,7 +163,7 @@ bench_cleanup() {
         stop_pid "$pid"
     done
     if ((EMU_STARTED)); then
-        stop_bench_server || true
+        for EMU_NAME in "${EMU_NAMES[@]}"; do stop_bench_server || true; done
     fi
     if [[ -n "$WORK" && -d "$WORK" ]]; then
         # lazily unmounted directories may still be busy for a moment
@@ -202,6 +202,27 @@ start_bench_server() {
         EMU_BASE="http://127.0.0.1:$(cat "$REPO/.build/servers/$EMU_NAME/port")"
     fi
     [[ "$EMU_BASE" =~ ^http://127\.0\.0\.1:[0-9]+$ ]] || { echo "bench: unexpected server address $EMU_BASE" >&2; return 1; }
+}
+
+# Every group has a server of its own, started when the group is seeded:
+# a server holding one group's objects can be slowed by them (with the read
+# group's 256 MiB objects stored, fake-gcs-server's memory backend answered
+# curl's small uploads and deletes ten times slower in a full run), and the
+# next group's rows would measure that instead of bucketfs.
+declare -A GROUP_SERVER_PORT=()
+EMU_NAMES=()
+# use_group_server GROUP: EMU_NAME, EMU_BASE and EMU_PORT of GROUP's server,
+# started the first time (call it in this shell)
+use_group_server() {
+    EMU_NAME="bench-$1"
+    if [[ -z "${GROUP_SERVER_PORT[$1]:-}" ]]; then
+        start_bench_server
+        EMU_NAMES+=("$EMU_NAME")
+        GROUP_SERVER_PORT[$1]="${EMU_BASE##*:}"
+        log "server of '$1': $EMU_BASE"
+    fi
+    EMU_PORT="${GROUP_SERVER_PORT[$1]}"
+    EMU_BASE="http://127.0.0.1:$EMU_PORT"
 }
 
 stop_bench_server() {

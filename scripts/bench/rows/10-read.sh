@@ -19,12 +19,15 @@ bench_row seq_floor "the same read on an in-memory C FUSE filesystem (MiB/s; the
 # the object, in the bucket and in $WORK/big.bin (once; other groups use it)
 ensure_big_object() {
     local code
-    [[ ! -f "$WORK/big.bin" ]] || return 0
-    "$PY" "$HELPER" gen-big "$WORK/big.bin" "$BIG_MIB" "$BIG_SEED"
+    [[ -f "$WORK/big.bin" ]] || "$PY" "$HELPER" gen-big "$WORK/big.bin" "$BIG_MIB" "$BIG_SEED"
+    # once per server: the read and random groups each have their own
+    # (use_group_server)
+    [[ ! -f "$WORK/big.on.$EMU_NAME" ]] || return 0
     code="$(curl -sS -X POST -T "$WORK/big.bin" -H 'Content-Type: application/octet-stream' \
         -o /dev/null -w '%{http_code}' \
         "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name=${BIG_NAME//\//%2F}")"
     [[ "$code" == 200 ]] || { echo "bench: upload of $BIG_NAME answered $code" >&2; return 1; }
+    touch "$WORK/big.on.$EMU_NAME"
 }
 
 read_seed() { ensure_big_object; }

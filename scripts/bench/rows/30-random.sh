@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Random 4 KiB reads of the 256 MiB object (rows/10-read.sh seeds it) on one
-# open file: cold, then again (cached). 2,000 reads at 0 ms; at a longer
+# Random 4 KiB reads of the 256 MiB object (seeded by rows/10-read.sh's
+# ensure_big_object on this group's own server) on one open file: cold,
+# then again (cached). 2,000 reads at 0 ms; at a longer
 # round-trip time fewer (every cold read is one round trip), see rand_count.
 
 RAND_BLOCK=4096

@@ -135,7 +135,11 @@ public final class FileSystem: FileSystemOperations {
         self.budget = ReadAheadBudget(limit: options.readAheadBudget)
         self.readAhead = ReadAhead.Configuration(
             initialWindow: options.readAheadInitial, maxWindow: options.readAheadMax,
-            blockSize: Int64(blockCache?.blockSize ?? 1 << 20), seekTolerance: max(2 << 20, options.kernelReadAhead))
+            // Two of the kernel's read-ahead windows: it issues the next
+            // window when the reader reaches the current one, so requests
+            // of both can be pending at once (a fresh clone's CI saw a late
+            // request 17 MiB behind the furthest with 16 MiB windows).
+            blockSize: Int64(blockCache?.blockSize ?? 1 << 20), seekTolerance: max(2 << 20, 2 * options.kernelReadAhead))
         self.state = RankedLock(.fileSystem, State(
             stats: StatCache(
                 ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL),

@@ -17,9 +17,11 @@
 /// - The kernel sends its own read-ahead requests concurrently (up to its
 ///   read-ahead window, 16 MiB on our mounts, in 1 MiB requests), and the
 ///   FUSE threads hand them over in any order, so reads of one stream
-///   arrive out of order by up to that window, behind the furthest read as
-///   well as past the frontier. A read within `seekTolerance` (the
-///   kernel's window) of the furthest read, or inside the prefetched
+///   arrive out of order by up to that window (two, when the kernel issues
+///   the next window while the current one is pending), behind the
+///   furthest read as well as past the frontier. A read within
+///   `seekTolerance` (the mount passes two kernel windows) of the furthest
+///   read, or inside the prefetched
 ///   range, still counts as streaming; a read past the frontier extends
 ///   the stream from the frontier, so it never leaves a gap for direct
 ///   reads. (With a 2 MiB tolerance a loaded machine once saw a late read

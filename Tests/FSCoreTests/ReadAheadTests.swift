@@ -150,15 +150,19 @@ struct ReadAheadTests {
     /// first read at 0 (a stream starts there). With the mount's
     /// tolerance (the kernel's 16 MiB window) it stays one stream of
     /// contiguous, growing GETs, whatever the order; 20 seeds of shuffles.
-    @Test func theKernelsOutOfOrderSweepStaysOneStream() {
-        let size = 64 * MiB
+    /// The mount's tolerance is two windows (the kernel issues the next
+    /// window while the current one is pending): a sweep of 32 MiB batches
+    /// stays one stream with it.
+    @Test(arguments: [(16 * MiB, 16 * MiB), (32 * MiB, 32 * MiB)])
+    func theKernelsOutOfOrderSweepStaysOneStream(batchSpan: Int64, tolerance: Int64) {
+        let size = 96 * MiB
         for seed in UInt64(1)...20 {
             var random = SplitMix64(seed: seed)
-            var machine = ReadAhead(configuration: ReadAhead.Configuration(), objectSize: size)
+            var machine = ReadAhead(configuration: ReadAhead.Configuration(seekTolerance: tolerance), objectSize: size)
             var requests: [Range<Int64>] = []
             var batchStart: Int64 = 0
             while batchStart < size {
-                var batch = Array(stride(from: batchStart, to: min(size, batchStart + 16 * MiB), by: Int(MiB)))
+                var batch = Array(stride(from: batchStart, to: min(size, batchStart + batchSpan), by: Int(MiB)))
                 batch.shuffle(using: &random)
                 if batchStart == 0 { batch = [0] + batch.filter { $0 != 0 } }
                 for offset in batch {
@@ -166,7 +170,7 @@ struct ReadAheadTests {
                     #expect(!actions.contains(.discardAll), "seed \(seed): the read at \(offset) ended the stream")
                     requests += prefetches(actions)
                 }
-                batchStart += 16 * MiB
+                batchStart += batchSpan
             }
             #expect(machine.isStreaming, "seed \(seed)")
             #expect(requests.first?.lowerBound == 0 && requests.last?.upperBound == size, "seed \(seed)")

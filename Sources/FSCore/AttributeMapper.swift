@@ -27,8 +27,6 @@ struct AttributeMapper: Sendable {
     let options: MountOptions
     /// Directories without a placeholder (with known metadata) show this.
     let mountTime: Date
-    /// When this mount last changed each directory's entries.
-    let directoryTimes = DirectoryTimes()
 
     /// A file, a symbolic link when the object carries a link target (its
     /// size is then the target's length, as lstat reports it), or a
@@ -58,12 +56,13 @@ struct AttributeMapper: Sendable {
     /// directory will store them there. Its mtime and ctime are also those
     /// of the last change this mount made to its entries, if later: a
     /// bucket keeps no time for a prefix (and writing the placeholder on
-    /// every create would double the requests of small files).
-    func directory(placeholder: ObjectInfo?, inode: UInt64) -> FileAttributes {
+    /// every create would double the requests of small files). `changed`:
+    /// that last change (`FileSystem.State.directoryTimes`).
+    func directory(placeholder: ObjectInfo?, inode: UInt64, changed: Timestamp?) -> FileAttributes {
         let metadata = placeholder?.customMetadata ?? [:]
         var mtime = placeholder.map(Self.modificationTime) ?? Timestamp(mountTime)
         var ctime = placeholder.map { Timestamp($0.updated) } ?? mtime
-        if let changed = directoryTimes[inode] {
+        if let changed {
             mtime = Self.later(mtime, changed)
             ctime = Self.later(ctime, changed)
         }
@@ -115,19 +114,6 @@ struct AttributeMapper: Sendable {
     static func id(_ text: String?, default fallback: UInt32) -> UInt32 {
         guard let text, let value = UInt32(text.trimmingCharacters(in: .whitespaces)) else { return fallback }
         return value
-    }
-}
-
-/// When this mount last added, removed or renamed an entry of each
-/// directory (by inode): shown as the directory's mtime and ctime. Kept in
-/// memory only. Its lock is a leaf, taken with or without `FileSystem.state`.
-final class DirectoryTimes: Sendable {
-    private let times = RankedLock<[UInt64: Timestamp]>(.directoryTimes, [:])
-
-    subscript(inode: UInt64) -> Timestamp? { times.withLock { $0[inode] } }
-
-    func touch(_ inodes: UInt64..., at time: Timestamp = Timestamp(Date())) {
-        times.withLock { t in for inode in inodes { t[inode] = time } }
     }
 }
 

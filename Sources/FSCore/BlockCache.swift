@@ -58,7 +58,7 @@ public final class BlockCache: Sendable {
     public let maxPendingBytes: Int
     private let logger: Logger
     // Leaf lock; file I/O happens outside it.
-    private let index = Mutex(Index())
+    private let index = OrderedLock("block cache index", Index())
 
     public init(
         directory: String, capacity: Int64, blockSize: Int = 1 << 20, maxPendingBytes: Int = 32 << 20,

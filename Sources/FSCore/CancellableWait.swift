@@ -28,7 +28,7 @@ extension Task where Failure == Never {
 
 /// A continuation resumed by whichever caller takes it first.
 private final class WaiterBox<Value: Sendable>: Sendable {
-    private let continuation = Mutex<CheckedContinuation<Value, Never>?>(nil)
+    private let continuation = OrderedLock<CheckedContinuation<Value, Never>?>("cancellable wait", nil)
 
     func set(_ continuation: CheckedContinuation<Value, Never>) {
         self.continuation.withLock { $0 = continuation }

@@ -30,7 +30,7 @@ public final class ProcDescriptorProbe: DescriptorProbe {
     private let mountpoint: String
     /// The mount's ID in /proc/self/mountinfo, found at first use (the
     /// probe is made before the mount exists).
-    private let mountID = Mutex<String?>(nil)
+    private let mountID = OrderedLock<String?>("descriptor probe mount id", nil)
 
     public init(mountpoint: String) {
         self.mountpoint = URL(fileURLWithPath: mountpoint).resolvingSymlinksInPath().path

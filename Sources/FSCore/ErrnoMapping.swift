@@ -249,3 +249,16 @@ extension FSError {
         FSError(EINTR, "\(what): interrupted")
     }
 }
+
+/// An errno for the kernel, with what happened for the log.
+public struct FSError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let errno: Int32
+    public let message: String
+
+    public init(_ errno: Int32, _ message: String = "") {
+        self.errno = errno
+        self.message = message
+    }
+
+    public var description: String { "errno \(errno) (\(String(cString: strerror(errno))))\(message.isEmpty ? "" : ": \(message)")" }
+}

@@ -52,7 +52,7 @@ final class FileReader: Sendable {
     // Lock order: `state` → { `budget`, the block cache index } (both
     // leaves). Never held across an await; part tasks are created, never
     // awaited, under it.
-    private let state: Mutex<State>
+    private let state: OrderedLock<State>
 
     init(objectName: String, info: ObjectInfo, store: any ObjectStore, cache: BlockCache?, budget: ReadAheadBudget,
          readAhead: ReadAhead.Configuration, logger: Logger) {
@@ -63,7 +63,7 @@ final class FileReader: Sendable {
         self.budget = budget
         self.blockSize = readAhead.blockSize
         self.logger = logger
-        self.state = Mutex(State(machine: ReadAhead(configuration: readAhead, objectSize: info.size)))
+        self.state = OrderedLock("file reader", .outer, State(machine: ReadAhead(configuration: readAhead, objectSize: info.size)))
     }
 
     /// Up to `size` bytes at `offset`; empty at or past the end.
@@ -326,7 +326,7 @@ final class StreamBlock: Sendable {
         /// Waiters cancelled before they stored their continuation.
         var gaveUp: Set<UInt64> = []
     }
-    private let progress = Mutex(Progress())
+    private let progress = OrderedLock("read-ahead part", Progress())
 
     init(range: Range<Int64>) { self.range = range }
 
@@ -529,7 +529,7 @@ final class ReadBuffers: Sendable {
         var bytes = 0
     }
 
-    private let idle = Mutex(Idle())
+    private let idle = OrderedLock("idle readers", Idle())
 
     func serves(_ size: Int) -> Bool { size >= Self.smallest && size <= Self.largest }
 

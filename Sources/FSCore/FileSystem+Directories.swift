@@ -98,7 +98,7 @@ extension FileSystem {
             let child = s.inodes.resolveAndPin(path, kind: node.kind!)
             pinned.append(child)
             entries.append(DirectoryEntry(
-                name: name, entry: entryReply(attributes(known, inode: child)!), nextOffset: Int64(entries.count + 1)))
+                name: name, entry: entryReply(attributes(known, inode: child, s)!), nextOffset: Int64(entries.count + 1)))
         }
         handle.entries = entries
         handle.pinned = pinned
@@ -208,10 +208,11 @@ extension FileSystem {
         for (inode, staged) in s.staged {
             guard let record = s.inodes[inode], record.bound, PathRules.parent(of: record.path) == directory else { continue }
             let name = String(record.path.dropFirst(directory.isEmpty ? 0 : directory.count + 1))
-            if staged.isUnlinked {
+            let file = staged.state(in: s)
+            if file.isUnlinked {
                 byName[name] = nil
             } else {
-                byName[name] = (.file(staged.view(objectName: objectName(record.path))), true)
+                byName[name] = (.file(file.view(objectName: objectName(record.path))), true)
             }
             changed = true
         }
@@ -247,9 +248,9 @@ extension FileSystem {
         if inode != InodeTable.root, let path = s.inodes[inode]?.path,
             case .directory(let placeholder)? = s.stats.lookup(path, now: now)
         {
-            return mapper.directory(placeholder: placeholder, inode: inode)
+            return mapper.directory(placeholder: placeholder, inode: inode, changed: s.directoryTimes[inode])
         }
-        return mapper.directory(placeholder: nil, inode: inode)
+        return mapper.directory(placeholder: nil, inode: inode, changed: s.directoryTimes[inode])
     }
 }
 

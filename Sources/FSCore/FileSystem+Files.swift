@@ -12,7 +12,9 @@ struct OpenFile: Sendable {
     let writable: Bool
 }
 
-/// open, read, release.
+/// The operations on a file handle: open, read, write, flush, fsync,
+/// release. Those of a handle open for writing are forwards to the
+/// write-back executor (`WriteBack/Uploads.swift`).
 extension FileSystem {
     /// Opens a file. A read-only open pins the generation that is live now
     /// (from a fresh-enough stat; a stale one is refreshed first), so every
@@ -88,7 +90,7 @@ extension FileSystem {
             guard s.inodes[inode] != nil else { throw FSError(.notFound, "inode \(inode) forgotten during open") }
             // A registered file is never retired (retiring unregisters it).
             let staged = s.staged[inode] ?? candidate
-            guard staged.attach(new: fresh || staged !== candidate) else { return nil }
+            guard staged.attach(new: fresh || staged !== candidate, in: &s) else { return nil }
             s.staged[inode] = staged
             // The kernel's cached pages may predate writes: drop them.
             return (newHandle(OpenFile(inode: inode, reader: nil, writable: writable), &s, keepCache: false), staged)
@@ -148,37 +150,41 @@ extension FileSystem {
         }
     }
 
-    /// Uploads what `staged` still owes (repeating while changes that ride
-    /// along keep arriving), then deletes its local copy, unless an open
-    /// attached to it meanwhile. A change that comes after it is retired
-    /// finds it so and goes to the object.
-    private func retire(_ staged: StagedFile, inode: UInt64) async {
-        while true {
-            if staged.needsFinalUpload { _ = try? await upload(staged, inode: inode, reason: "release") }
-            let retired = state.withLock { s -> Bool? in
-                guard s.staged[inode] === staged else { return false }
-                switch staged.retire() {
-                case .keep: return false
-                case .uploadFirst: return nil
-                case .discard:
-                    s.staged[inode] = nil
-                    return true
-                }
-            }
-            switch retired {
-            case nil: continue
-            case true?: discard(staged)
-            case false?: break
-            }
-            return
-        }
+
+
+    public func write(_ inode: UInt64, handle: UInt64, offset: Int64, data: Data) async throws(FSError) -> Int {
+        guard let (file, staged) = openFile(handle) else { throw FSError(.badHandle, "no file handle \(handle)") }
+        guard file.writable, let staged else { throw FSError(.badHandle, "handle \(handle) is not open for writing") }
+        guard offset >= 0 else { throw FSError(.invalid, "write at \(offset)") }
+        guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(.tooLarge, "write past 5 TiB") }
+        try await write(data, at: offset, to: staged, inode: inode)
+        FileSystemMetrics.writtenBytes.increment(by: Int64(data.count))
+        return data.count
     }
 
-    /// The last close of a file. A file still dirty here (written through
-    /// mmap, or whose flush was never called) is uploaded now; release has
-    /// no one to report to, so a failure only leaves the bytes in the
-    /// recovery folder and a log line. When the last handle of a staged
-    /// file goes, its local copy is deleted.
+    /// Cloud Storage's object size limit.
+    static let maximumFileSize: Int64 = 5 << 40
+
+    /// Every close; only a writable handle's uploads (a reader's close does
+    /// not upload another handle's writes).
+    public func flush(_ inode: UInt64, handle: UInt64, pid: Int32) async throws(FSError) {
+        guard let (file, staged) = openFile(handle), file.writable, let staged else { return }
+        try await closed(staged, inode: inode, pid: pid)
+    }
+
+    /// Every close uploads (no process to ask about its other descriptors).
+    public func flush(_ inode: UInt64, handle: UInt64) async throws(FSError) {
+        try await flush(inode, handle: handle, pid: 0)
+    }
+
+    public func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError) {
+        guard let staged = openFile(handle)?.1 else { return }
+        try await upload(staged, inode: inode, reason: "fsync", interruptible: true)
+    }
+
+    /// The last close of a file descriptor: its handle goes; one attached
+    /// to a staged file is released from it (the write-back executor's
+    /// `released`).
     public func release(_ inode: UInt64, handle: UInt64) async throws(FSError) {
         let closing = state.withLock { s -> (OpenFile, StagedFile?)? in
             guard let file = s.files.removeValue(forKey: handle) else { return nil }
@@ -188,9 +194,7 @@ extension FileSystem {
         file.reader?.close()
         // Only handles attached to the staged file (those without a reader
         // of their own) count among its handles.
-        if let staged, file.reader == nil {
-            if staged.released() { await retire(staged, inode: inode) }
-        }
+        if let staged, file.reader == nil { await released(staged, inode: inode) }
         state.withLock { s in
             s.inodes.unpin(file.inode)
             s.inodes.checkInvariants()

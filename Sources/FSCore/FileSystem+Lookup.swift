@@ -18,10 +18,10 @@ extension FileSystem {
         let path = try childPath(parent: parent, name: name, "lookup")
         let now = clock.now
         if let cached = try state.withLock({ s throws(FSError) -> EntryReply? in
-            if let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode], !staged.isUnlinked {
+            if let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode], !staged.state(in: s).isUnlinked {
                 // Being written here: its staged state is the truth.
                 s.inodes.addLookups(inode)
-                return entryReply(stagedAttributes(staged, path: path, inode: inode))
+                return entryReply(stagedAttributes(staged, path: path, inode: inode, s))
             }
             guard let node = s.stats.lookup(path, now: now) ?? listedNode(path, now: now, s) else {
                 return nil
@@ -66,10 +66,11 @@ extension FileSystem {
             throw error
         }
         if inode == InodeTable.root {
-            return AttributesReply(attributes: mapper.directory(placeholder: nil, inode: inode), timeout: options.kernelTimeout)
+            let changed = state.withLock { $0.directoryTimes[inode] }
+            return AttributesReply(attributes: mapper.directory(placeholder: nil, inode: inode, changed: changed), timeout: options.kernelTimeout)
         }
-        if let staged = state.withLock({ $0.staged[inode] }) {
-            return AttributesReply(attributes: stagedAttributes(staged, path: record.path, inode: inode), timeout: options.kernelTimeout)
+        if let attributes = state.withLock({ s in s.staged[inode].map { stagedAttributes($0, path: record.path, inode: inode, s) } }) {
+            return AttributesReply(attributes: attributes, timeout: options.kernelTimeout)
         }
         let now = clock.now
         let node: StatCache.Node
@@ -80,7 +81,7 @@ extension FileSystem {
             let later = clock.now
             state.withLock { $0.stats.insert(record.path, node, now: later) }
         }
-        guard let attributes = attributes(node, inode: inode), node.kind == record.kind else {
+        guard let attributes = state.withLock({ attributes(node, inode: inode, $0) }), node.kind == record.kind else {
             // Gone, or its name now means a directory instead of a file (or
             // the reverse): the kernel drops this inode and looks up again.
             throw FSError(.notFound, "\(record.path) is gone")
@@ -94,7 +95,7 @@ extension FileSystem {
     private func openButUnlinked(_ inode: UInt64) -> FileAttributes? {
         var attributes: FileAttributes? = state.withLock { s in
             guard let record = s.inodes[inode], !record.bound else { return nil }
-            if let staged = s.staged[inode] { return stagedAttributes(staged, path: record.path, inode: inode) }
+            if let staged = s.staged[inode] { return stagedAttributes(staged, path: record.path, inode: inode, s) }
             return s.files.values.first { $0.inode == inode }?.reader.map { mapper.file($0.info, inode: inode) }
         }
         attributes?.linkCount = 0
@@ -135,7 +136,7 @@ extension FileSystem {
     private func countedEntry(_ path: String, _ node: StatCache.Node, _ s: inout State) throws(FSError) -> EntryReply {
         guard let kind = node.kind else { throw FSError(.notFound, "\(objectName(path)) does not exist") }
         let inode = s.inodes.lookup(path, kind: kind)
-        return entryReply(attributes(node, inode: inode)!)
+        return entryReply(attributes(node, inode: inode, s)!)
     }
 
     /// What `path` is now. Three requests in parallel, one round trip:

@@ -137,7 +137,7 @@ extension FileSystem {
         let local = state.withLock { s in
             s.staged.contains { inode, staged in
                 guard let p = s.inodes[inode]?.path else { return false }
-                return p.hasPrefix(below) && !staged.isUnlinked
+                return p.hasPrefix(below) && !staged.state(in: s).isUnlinked
             }
         }
         if local { return true }

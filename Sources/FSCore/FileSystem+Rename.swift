@@ -95,7 +95,7 @@ extension FileSystem {
         let now = clock.now
         if let known = state.withLock({ s -> StatCache.Node? in
             if let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode] {
-                return .file(staged.view(objectName: objectName(path)))
+                return .file(staged.state(in: s).view(objectName: objectName(path)))
             }
             return s.stats.lookup(path, now: now)
         }) {
@@ -127,7 +127,7 @@ extension FileSystem {
         } catch {
             throw failure(error, during: .copy, "copy", source)
         }
-        if let inode { moveReaders(of: inode, from: info.generation, to: copied, path: target) }
+        if inode != nil { moveReaders([(info, copied)]) }
         do {
             try await store.delete(objectName(source), ifGenerationMatch: info.generation)
         } catch .notFound {
@@ -165,12 +165,7 @@ extension FileSystem {
             let copied = try await self.store.copy(object.name, to: destination, ifSourceGenerationMatch: object.generation, ifGenerationMatch: nil)
             return (object, copied)
         }
-        for (object, copied) in copies {
-            let path = String(object.name.dropFirst(objectPrefix.count))
-            if let inode = state.withLock({ $0.inodes.inode(forPath: path) }) {
-                moveReaders(of: inode, from: object.generation, to: copied, path: String(copied.name.dropFirst(objectPrefix.count)))
-            }
-        }
+        moveReaders(copies)
         _ = try await forEach(objects, "delete") { (object: ObjectInfo) async throws(StoreError) in
             do throws(StoreError) {
                 try await self.store.delete(object.name, ifGenerationMatch: object.generation)
@@ -201,15 +196,21 @@ extension FileSystem {
     }
 
     /// Descriptors open for reading follow a renamed file, as on a local
-    /// disk: before the source's generation is deleted, the handles of
-    /// `inode` pinned to it move onto `copy` (the same bytes under `path`),
-    /// each with a reader of its own. Before, their next read was ESTALE.
-    private func moveReaders(of inode: UInt64, from generation: Int64, to copy: ObjectInfo, path: String) {
+    /// disk: before the sources' generations are deleted, each handle
+    /// pinned to one of them moves onto its copy (the same bytes under the
+    /// new name), with a reader of its own. Before, their next read was
+    /// ESTALE. One pass over the open handles, whatever the number of
+    /// objects renamed.
+    private func moveReaders(_ copies: [(source: ObjectInfo, copy: ObjectInfo)]) {
+        let copyOf = Dictionary(copies.map { ($0.source.name, $0) }, uniquingKeysWith: { first, _ in first })
         let replaced = state.withLock { s -> [FileReader] in
             var old: [FileReader] = []
-            for (handle, file) in s.files where file.inode == inode {
-                guard let reader = file.reader, reader.info.generation == generation else { continue }
-                s.files[handle] = OpenFile(inode: inode, reader: makeReader(path, copy), writable: false)
+            for (handle, file) in s.files {
+                guard let reader = file.reader, let (source, copy) = copyOf[reader.objectName],
+                    reader.info.generation == source.generation
+                else { continue }
+                let path = String(copy.name.dropFirst(objectPrefix.count))
+                s.files[handle] = OpenFile(inode: file.inode, reader: makeReader(path, copy), writable: false)
                 old.append(reader)
             }
             return old

@@ -53,15 +53,15 @@ extension FileSystem {
             var pending: [FileSystemStatus.PendingUpload] = []
             for (inode, staged) in s.staged {
                 let path = "/" + (s.inodes[inode]?.path ?? "?")
-                let file = staged.snapshot
-                let state: String? = switch file.phase {
+                let file = staged.state(in: s)
+                let state: String? = switch file.writeBack.phase {
                 case .dirty: "writing"
                 case .uploading: "uploading"
                 case .failed: "failed"
                 case .clean, .unlinked, .retired: nil
                 }
                 if let state {
-                    pending.append(FileSystemStatus.PendingUpload(path: path, size: file.size, state: state, openHandles: file.handles))
+                    pending.append(FileSystemStatus.PendingUpload(path: path, size: file.size, state: state, openHandles: file.writeBack.handles))
                 }
             }
             let counts = (stats: s.stats.count, listings: s.listings.count, entries: s.listings.entryCount, inodes: s.inodes.count)

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 
-/// create, mknod, write, flush, fsync and the upload they lead to.
+/// create, mknod, the staged files they make, and unmount's uploads.
 ///
 /// Only flush (every close), fsync and release upload, and only a dirty
 /// file: `put` of the whole staged file with the generation it replaces as
@@ -30,7 +30,7 @@ extension FileSystem {
             let inode = s.inodes.lookup(path, kind: .file)
             s.stats.invalidate(path)
             s.staged[inode] = s.staged[inode] ?? staged
-            return (inode, entryReply(stagedAttributes(s.staged[inode]!, path: path, inode: inode)))
+            return (inode, entryReply(stagedAttributes(s.staged[inode]!, path: path, inode: inode, s)))
         }
         do {
             let open = try await self.open(inode, flags: flags & ~O_TRUNC)
@@ -70,61 +70,6 @@ extension FileSystem {
         return noteCreated(path, .file(info))
     }
 
-    public func write(_ inode: UInt64, handle: UInt64, offset: Int64, data: Data) async throws(FSError) -> Int {
-        guard let (file, staged) = openFile(handle) else { throw FSError(.badHandle, "no file handle \(handle)") }
-        guard file.writable, let staged else { throw FSError(.badHandle, "handle \(handle) is not open for writing") }
-        guard offset >= 0 else { throw FSError(.invalid, "write at \(offset)") }
-        guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(.tooLarge, "write past 5 TiB") }
-        let later = try await staged.write(data, at: offset, now: Timestamp(Date()), launch: launcher(staged, inode: inode))
-        perform(later, staged, inode: inode)
-        FileSystemMetrics.writtenBytes.increment(by: Int64(data.count))
-        return data.count
-    }
-
-    /// Cloud Storage's object size limit.
-    static let maximumFileSize: Int64 = 5 << 40
-
-    public func flush(_ inode: UInt64, handle: UInt64, pid: Int32) async throws(FSError) {
-        guard let (file, staged) = openFile(handle) else { return }
-        // A reader's close does not upload another handle's writes.
-        guard file.writable, let staged else { return }
-        // A new file nothing was done to yet, closed by a process that still
-        // holds another writable descriptor of it: a shell's `> f` closing
-        // the original after duplicating it onto stdout. That descriptor's
-        // close flushes again (at the latest when the process exits), so
-        // the empty upload is left to it; every other close uploads, so
-        // `touch f` has made `f` when it returns and a close still reports
-        // a failed upload.
-        if staged.isUntouchedNewFile, let descriptors, descriptors.holdsWritableDescriptor(pid: pid, inode: inode) {
-            logger.trace("flush of a new empty file left to the closing process's other descriptor", metadata: ["inode": "\(inode)"])
-            return
-        }
-        try await upload(staged, inode: inode, reason: "flush", interruptible: true)
-    }
-
-    /// Every close uploads (no process to ask about its other descriptors).
-    public func flush(_ inode: UInt64, handle: UInt64) async throws(FSError) {
-        try await flush(inode, handle: handle, pid: 0)
-    }
-
-    public func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError) {
-        guard let staged = openFile(handle)?.1 else { return }
-        try await upload(staged, inode: inode, reason: "fsync", interruptible: true)
-    }
-
-    public func flushAll() async -> Int {
-        let all = state.withLock { Array($0.staged) }
-        var failed = 0
-        for (inode, staged) in all where staged.isDirty {
-            do {
-                try await upload(staged, inode: inode, reason: "unmount")
-            } catch {
-                failed += 1
-            }
-        }
-        return failed
-    }
-
     /// Waits until the blocks downloaded by this mount are on disk in the
     /// block cache (at unmount). They are written by background tasks of
     /// low priority; a process that exits first loses them, and the next
@@ -157,14 +102,20 @@ extension FileSystem {
             Glibc.unlink(local.path)
             throw error
         }
-        return StagedFile(
-            file: local, base: base, baseReader: keepsBase ? base.map { makeReader(path, $0) } : nil,
-            blockSize: readAhead.blockSize, streamChunk: options.streamChunkSize, now: Timestamp(Date()), logger: logger)
+        let baseReader = keepsBase ? base.map { makeReader(path, $0) } : nil
+        let now = Timestamp(Date())
+        // Its state is registered in `state`, discarded with it (`discard`).
+        return state.withLock { s in
+            StagedFile(
+                id: id, lock: state, in: &s, file: local, base: base, baseReader: baseReader,
+                blockSize: readAhead.blockSize, streamChunk: options.streamChunkSize, now: now, logger: logger)
+        }
     }
 
     /// What `stat` shows for a staged file.
-    func stagedAttributes(_ staged: StagedFile, path: String, inode: UInt64) -> FileAttributes {
-        mapper.file(staged.view(objectName: objectName(path)), inode: inode)
+    /// `s`: the state, locked by the caller.
+    func stagedAttributes(_ staged: StagedFile, path: String, inode: UInt64, _ s: borrowing State) -> FileAttributes {
+        mapper.file(staged.state(in: s).view(objectName: objectName(path)), inode: inode)
     }
 
     /// A new object at `path` (mknod, mkdir, symlink): cached, its
@@ -182,14 +133,8 @@ extension FileSystem {
             case .absent: break
             }
             let inode = s.inodes.lookup(path, kind: node.kind!)
-            return entryReply(attributes(node, inode: inode)!)
+            return entryReply(attributes(node, inode: inode, s)!)
         }
-    }
-
-    /// A recovery entry was uploaded in the background: the mount shows it.
-    func noteRecovered(_ object: String, _ info: ObjectInfo) {
-        guard object.hasPrefix(objectPrefix) else { return }
-        noteUploaded(String(object.dropFirst(objectPrefix.count)), info)
     }
 
     /// Keeps retrying every entry of this bucket in the recovery folder in
@@ -202,13 +147,5 @@ extension FileSystem {
         let objects = recovery.pending().filter { $0.entry.bucket == options.bucket && $0.entry.retryStopped == nil }.map(\.entry.object)
         retrier.track(objects)
         return objects.count
-    }
-
-    func noteUploaded(_ path: String, _ info: ObjectInfo) {
-        let now = clock.now
-        state.withLock { s in
-            s.stats.insert(path, .file(info), now: now)
-            amendListing(path, .file(info), &s)
-        }
     }
 }

@@ -40,7 +40,7 @@ public final class FileSystem: FileSystemOperations {
     var retrier: RecoveryRetrier? { recoveryStore?.retrier }
     /// See `setKernelCacheInvalidator` (nil: no kernel to tell, as in
     /// tests). A leaf lock: held only to read or set the closure.
-    let kernelCacheInvalidator = Mutex<(@Sendable (KernelCacheEntries) -> Void)?>(nil)
+    let kernelCacheInvalidator = OrderedLock<(@Sendable (KernelCacheEntries) -> Void)?>("kernel cache invalidator", nil)
 
     struct State: Sendable {
         var inodes = InodeTable()
@@ -61,6 +61,13 @@ public final class FileSystem: FileSystemOperations {
         var listingHeads: [String: ListingHead] = [:]
         /// Shared by directory and file handles, never reused.
         var nextHandle: UInt64 = 1
+        /// The write-back state of each staged file, by its id (see
+        /// `StagedFile`): under this lock, so nothing nests in it.
+        var stagedStates: [UInt64: StagedFile.State] = [:]
+        /// When this mount last added, removed or renamed an entry of each
+        /// directory (by inode): shown as the directory's mtime and ctime.
+        /// Kept in memory only.
+        var directoryTimes: [UInt64: Timestamp] = [:]
     }
 
     /// A `TreeWalk` under way and its page request in flight.
@@ -76,14 +83,13 @@ public final class FileSystem: FileSystemOperations {
         let readAt: Duration
     }
 
-    // Lock order: `state` → { a `StagedFile`'s state (→ an
-    // `UploadStream`'s), `DirectoryTimes` } (`mergeStaged`, lookups, attach,
-    // retire and directory attributes take them under it; docs/
-    // architecture.md#lock-order). No other lock is taken while it is held (clock readings are
-    // taken before, `FileReader.close` after), and it is never held across
-    // an await: every operation reads what it needs, releases, awaits the
-    // store, then re-locks and re-checks.
-    let state: RankedLock<State>
+    // A leaf of the lock order (docs/architecture.md#lock-order): no lock
+    // is taken while it is held (the staged files' write-back states and
+    // the directory times live in it; clock readings are taken before,
+    // `FileReader.close` after), and it is never held across an await:
+    // every operation reads what it needs, releases, awaits the store,
+    // then re-locks and re-checks. Debug builds check both.
+    let state: OrderedLock<State>
 
     /// - Parameters:
     ///   - clock: monotonic time for TTLs (tests pass FSCoreTesting's `ManualClock`).
@@ -140,7 +146,7 @@ public final class FileSystem: FileSystemOperations {
             // of both can be pending at once (a fresh clone's CI saw a late
             // request 17 MiB behind the furthest with 16 MiB windows).
             blockSize: Int64(blockCache?.blockSize ?? 1 << 20), seekTolerance: max(2 << 20, 2 * options.kernelReadAhead))
-        self.state = RankedLock(.fileSystem, State(
+        self.state = OrderedLock("file system state", State(
             stats: StatCache(
                 ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL),
                 capacity: options.statCacheCapacity),
@@ -189,10 +195,12 @@ public final class FileSystem: FileSystemOperations {
         return path
     }
 
-    func attributes(_ node: StatCache.Node, inode: UInt64) -> FileAttributes? {
+    /// What `stat` shows for `node` (`s`: the state, locked by the caller).
+    func attributes(_ node: StatCache.Node, inode: UInt64, _ s: borrowing State) -> FileAttributes? {
         switch node {
         case .file(let info): return mapper.file(info, inode: inode)
-        case .directory(let placeholder): return mapper.directory(placeholder: placeholder, inode: inode)
+        case .directory(let placeholder):
+            return mapper.directory(placeholder: placeholder, inode: inode, changed: s.directoryTimes[inode])
         case .absent: return nil
         }
     }

@@ -8,7 +8,7 @@ import Synchronization
 public final class ReadAheadBudget: Sendable {
     public let limit: Int64
     // Leaf lock: nothing else is taken while it is held.
-    private let used = Mutex<Int64>(0)
+    private let used = OrderedLock<Int64>("read-ahead budget", 0)
 
     public init(limit: Int64) {
         self.limit = max(0, limit)

@@ -35,7 +35,7 @@ final class RecoveryRetrier: Sendable {
         var uploaded: @Sendable (String, ObjectInfo) -> Void = { _, _ in }
     }
 
-    private let state = Mutex(State())
+    private let state = OrderedLock("recovery retrier", State())
 
     init(folder: RecoveryFolder, store: any ObjectStore, initialInterval: Duration, maxInterval: Duration, logger: Logger) {
         self.folder = folder

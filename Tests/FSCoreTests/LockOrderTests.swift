@@ -1,38 +1,33 @@
 import Testing
 @testable import FSCore
 
-/// The lock order of docs/architecture.md#lock-order, checked by debug
-/// builds at every acquisition of a ranked lock (the whole test suite and
-/// the debug mounts of the mount tests run with the check on).
+/// The lock order of docs/architecture.md#lock-order: a leaf (the file
+/// system's state lock among them) takes no lock while held; an outer lock
+/// (a file reader's) takes only leaves. Debug builds check it at every
+/// acquisition (the whole test suite and the debug mounts of the mount
+/// tests run with the check on).
 @Suite("lock order")
 struct LockOrderTests {
-    @Test func aLockIsTakenOnlyAboveEveryHeldRank() {
-        #expect(LockOrder.violation(taking: .fileSystem, holding: []) == nil)
-        #expect(LockOrder.violation(taking: .stagedFile, holding: [.fileSystem]) == nil)
-        #expect(LockOrder.violation(taking: .uploadStream, holding: [.fileSystem, .stagedFile]) == nil)
-        #expect(LockOrder.violation(taking: .directoryTimes, holding: [.fileSystem]) == nil)
-        // The inversions the order forbids.
-        #expect(LockOrder.violation(taking: .fileSystem, holding: [.stagedFile]) == .stagedFile)
-        #expect(LockOrder.violation(taking: .stagedFile, holding: [.uploadStream]) == .uploadStream)
-        #expect(LockOrder.violation(taking: .fileSystem, holding: [.fileSystem]) == .fileSystem, "no lock is taken twice")
-        #expect(LockOrder.violation(taking: .stagedFile, holding: [.stagedFile]) == .stagedFile, "two staged files never nest")
+    @Test func onlyALeafUnderOneOuterLockNests() {
+        #expect(LockOrder.violation(taking: "file system state", .leaf, holding: []) == nil)
+        #expect(LockOrder.violation(taking: "read-ahead budget", .leaf, holding: [("file reader", .outer)]) == nil)
+        // Nothing is taken under a leaf, the file system's state included.
+        #expect(LockOrder.violation(taking: "block cache index", .leaf, holding: [("file system state", .leaf)]) != nil)
+        #expect(LockOrder.violation(taking: "file reader", .outer, holding: [("file system state", .leaf)]) != nil)
+        #expect(LockOrder.violation(taking: "file system state", .leaf, holding: [("file system state", .leaf)]) != nil,
+                "a mutex is not reentrant")
+        // Outer locks never nest, and nothing nests under a leaf under one.
+        #expect(LockOrder.violation(taking: "file reader", .outer, holding: [("file reader", .outer)]) != nil)
+        #expect(LockOrder.violation(taking: "block cache index", .leaf, holding: [("file reader", .outer), ("read-ahead budget", .leaf)]) != nil)
     }
 
     #if DEBUG
-    @Test func nestedLocksInOrderAreRecordedAndReleased() {
-        let outer = RankedLock(.fileSystem, 0)
-        let inner = RankedLock(.stagedFile, 0)
-        let sum = outer.withLock { a in
-            a += 1
-            return inner.withLock { b in
-                b += 2
-                return a + b
-            }
-        }
-        #expect(sum == 3)
-        // Released: the inner lock may now be taken first, then nothing under it of lower rank.
-        #expect(inner.withLock { $0 } == 2)
-        #expect(outer.withLock { $0 } == 1)
+    @Test func locksAreRecordedAndReleased() {
+        let outer = OrderedLock("outer", .outer, 1)
+        let leaf = OrderedLock("leaf", 2)
+        #expect(outer.withLock { a in a + leaf.withLock { $0 } } == 3)
+        // Both were released: each may be taken again on its own.
+        #expect(leaf.withLock { $0 } + outer.withLock { $0 } == 3)
     }
     #endif
 }

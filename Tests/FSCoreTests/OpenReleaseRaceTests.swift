@@ -28,7 +28,8 @@ import Testing
         let (inode, handle, seen) = try await written(h, "a.txt", "one")
         // The open has read `seen`; the last release retires it now.
         try await h.fs.release(inode, handle: handle)
-        #expect(seen.state.withLock { $0.writeBack.name == .retired })
+        #expect(seen.withState { $0.writeBack.name == .retired })
+        #expect(h.fs.state.withLock { $0.stagedStates[seen.id] } == nil, "a discarded file's state is gone from the file system's")
 
         let reply = try await h.fs.attach(inode, seen, fresh: false, writable: true, truncate: false)
         #expect(reply == nil, "a retired staged file must not get a handle")

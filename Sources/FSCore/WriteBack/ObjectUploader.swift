@@ -36,7 +36,7 @@ struct ObjectUploader: Sendable {
         let size: Int64
         /// The stream started while the file was written (nil: none), and
         /// whether the content is still exactly the bytes it carries.
-        let stream: UploadStream?
+        let stream: TakenStream?
         let streamCarriesContent: Bool
         /// What asked for the upload (flush, fsync, release...), for the log.
         let reason: String
@@ -53,13 +53,13 @@ struct ObjectUploader: Sendable {
 
     /// The object the stream stored, or nil (the stream is abandoned) if it
     /// cannot be used: the content moved away from it, or it failed.
-    private func finish(_ stream: UploadStream, _ plan: Plan) async -> ObjectInfo? {
-        guard plan.streamCarriesContent else {
+    private func finish(_ taken: TakenStream, _ plan: Plan) async -> ObjectInfo? {
+        let stream = taken.stream
+        guard plan.streamCarriesContent, !taken.sendFailed else {
             await stream.put.abandon()
             return nil
         }
-        if let sending = stream.state.withLock({ $0.sending }) { _ = await sending.value }
-        if stream.state.withLock({ $0.failure }) != nil {
+        if let send = taken.lastSend, case .failure = await send.value {
             await stream.put.abandon()
             return nil
         }

@@ -5,37 +5,33 @@ import Synchronization
 import Glibc
 #endif
 
-/// The content of a file open for writing: a sparse local copy in the cache
-/// directory's `staging/` folder, one per inode, shared by every handle.
+/// A file open for writing, one per inode, shared by every handle: its
+/// content (`StagedContent`: the sparse local copy with lazily fetched base
+/// blocks), what the next upload sends besides the bytes, and its
+/// lifecycle (dirty or clean, uploads, handles, the name, the journal, the
+/// stream), the `WriteBack` machine. Every event goes through the methods
+/// here. The uploads and streams the machine asks for are run by
+/// `FileSystem`'s write-back executor.
 ///
-/// An existing object is not downloaded at open: its blocks are fetched
-/// (through a `FileReader` pinned to the generation that was opened, so the
-/// block cache and read-ahead apply) the first time a read touches them, a
-/// write touches them only in part, or an upload needs the whole file. An
-/// append to a large object therefore downloads nothing until it is
-/// uploaded. A block written in full is never fetched.
-///
-/// Truncation keeps `baseLimit`: base bytes at or past it are gone (they
-/// read as zeros, as the sparse local file does), so they are never fetched.
-///
-/// Its lifecycle (dirty or clean, uploads, handles, the name, the journal,
-/// the stream) is the `WriteBack` machine in its state; every event goes
-/// through the methods here, under its lock. The uploads and streams the
-/// machine asks for are run by `FileSystem`'s write-back executor.
+/// The state lives in `FileSystem.State.stagedStates`, under the file
+/// system's one lock, so an unlink or rename changes the inode table and
+/// the write-back state in one critical section and no lock nests in
+/// another (docs/architecture.md#lock-order). Code already holding that
+/// lock passes its state in (`withState(in:)`); the rest goes through
+/// `withState`. Once discarded, the file's state is gone from there and
+/// every later event sees a retired, empty file (`State.gone`).
 final class StagedFile: Sendable {
-    let file: LocalFile
-    let blockSize: Int64
+    /// Its key in `FileSystem.State.stagedStates` (and its local file's name).
+    let id: UInt64
+    let content: StagedContent
     let logger: Logger
+    /// The file system's state lock, which guards this file's `State`.
+    private let lock: OrderedLock<FileSystem.State>
 
     struct State: Sendable {
         /// The object this content replaces: its generation is the upload's
         /// precondition, its metadata is kept. nil: a new file.
         var base: ObjectInfo?
-        var baseReader: FileReader?
-        var baseLimit: Int64
-        /// Blocks below `baseLimit` already in the local file.
-        var present: Set<Int64> = []
-        var fetching: [Int64: Task<Result<Void, FSError>, Never>] = [:]
         var size: Int64
         /// Metadata changes to send with the next upload (chmod on a dirty
         /// file, for example). nil values delete a key.
@@ -56,34 +52,84 @@ final class StagedFile: Sendable {
         var stream: UploadStream?
         /// The stream's start request (`writeBack.stream` is `.starting`).
         var streamStart: Task<Void, Never>?
+        /// The open stream's latest send (the uploader that takes the
+        /// stream over waits for it).
+        var streamSend: Task<Result<Void, StoreError>, Never>?
 
         var dirty: Bool { writeBack.dirty }
+        var isUnlinked: Bool { writeBack.name == .unlinked }
+        /// Live: neither unlinked nor retired (getattr shows its staged view).
+        var isLive: Bool { writeBack.name == .live }
+
+        /// The state of a discarded file: retired and empty, so that an
+        /// event arriving after the discard (a send or fetch ending) finds
+        /// nothing to do and no change is accepted.
+        static var gone: State {
+            var s = State(base: nil, size: 0, modificationTime: Timestamp(seconds: 0),
+                          writeBack: WriteBack(streamChunk: 1, emptyAtStart: false))
+            _ = s.writeBack.retire()
+            return s
+        }
+
+        /// The object this file will be once uploaded, as `stat` shows it.
+        func view(objectName: String) -> ObjectInfo {
+            var info = base ?? ObjectInfo(name: objectName, size: 0, generation: 0, updated: Date())
+            info.name = objectName
+            info.size = size
+            for (key, value) in pendingMetadata { info.customMetadata[key] = value }
+            pendingProperties.apply(to: &info)
+            let mtime = Double(modificationTime.seconds) + Double(modificationTime.nanoseconds) / 1e9
+            info.customMetadata[AttributeMapper.mtimeKey] = String(mtime)
+            if dirty { info.updated = Date() }
+            return info
+        }
     }
 
-    let state: RankedLock<State>
-
+    /// Registers the new file's state in `s` (the caller holds `lock`'s
+    /// value: `FileSystem.makeStagedFile` allocates the id under it).
     init(
+        id: UInt64, lock: OrderedLock<FileSystem.State>, in s: inout FileSystem.State,
         file: LocalFile, base: ObjectInfo?, baseReader: FileReader?, blockSize: Int64, streamChunk: Int64, now: Timestamp,
         logger: Logger
     ) {
-        self.file = file
-        self.blockSize = blockSize
+        self.id = id
+        self.lock = lock
+        self.content = StagedContent(file: file, blockSize: blockSize, baseReader: baseReader, baseSize: base?.size ?? 0)
         self.logger = logger
         let size = base?.size ?? 0
-        self.state = RankedLock(.stagedFile, State(
-            base: base, baseReader: baseReader, baseLimit: size, size: size,
+        s.stagedStates[id] = State(
+            base: base, size: size,
             modificationTime: base.map(AttributeMapper.modificationTime) ?? now,
-            writeBack: WriteBack(streamChunk: streamChunk, emptyAtStart: size == 0)))
+            writeBack: WriteBack(streamChunk: streamChunk, emptyAtStart: size == 0))
     }
 
-    var size: Int64 { state.withLock { $0.size } }
+    /// Runs `body` on this file's state under the file system's lock.
+    func withState<R: Sendable>(_ body: (inout State) -> R) -> R {
+        lock.withLock { s in withState(in: &s, body) }
+    }
+
+    /// Runs `body` on this file's state, for a caller that holds the file
+    /// system's lock (`s` is its value).
+    func withState<R>(in s: inout FileSystem.State, _ body: (inout State) -> R) -> R {
+        if s.stagedStates[id] != nil { return body(&s.stagedStates[id]!) }
+        var gone = State.gone
+        return body(&gone)
+    }
+
+    /// This file's state as `s` (the file system's, locked) holds it.
+    func state(in s: borrowing FileSystem.State) -> State {
+        s.stagedStates[id] ?? .gone
+    }
+
+    var size: Int64 { withState { $0.size } }
+    var file: LocalFile { content.file }
     var journalPath: String { file.path + RecoveryFolder.journalSuffix }
-    var isDirty: Bool { state.withLock { $0.dirty } }
+    var isDirty: Bool { withState { $0.dirty } }
 
     /// A file made by create: it must reach the bucket even if nothing
     /// is written (`touch`), with its mode when not the mount's default.
     func markCreated(metadata: [String: String]) {
-        state.withLock { s in
+        withState { s in
             s.writeBack.created()
             for (key, value) in metadata { s.pendingMetadata[key] = value }
         }
@@ -92,22 +138,12 @@ final class StagedFile: Sendable {
     /// Created here, never uploaded, and nothing done to it since (no
     /// write, truncation or attribute change): the state right after create.
     var isUntouchedNewFile: Bool {
-        state.withLock { $0.base == nil && $0.size == 0 && $0.writeBack.untouchedSinceCreate }
+        withState { $0.base == nil && $0.size == 0 && $0.writeBack.untouchedSinceCreate }
     }
 
     /// The object this file will be once uploaded, as `stat` shows it.
     func view(objectName: String) -> ObjectInfo {
-        state.withLock { s in
-            var info = s.base ?? ObjectInfo(name: objectName, size: 0, generation: 0, updated: Date())
-            info.name = objectName
-            info.size = s.size
-            for (key, value) in s.pendingMetadata { info.customMetadata[key] = value }
-            s.pendingProperties.apply(to: &info)
-            let mtime = Double(s.modificationTime.seconds) + Double(s.modificationTime.nanoseconds) / 1e9
-            info.customMetadata[AttributeMapper.mtimeKey] = String(mtime)
-            if s.dirty { info.updated = Date() }
-            return info
-        }
+        withState { $0.view(objectName: objectName) }
     }
 
     /// An upload of `version` stored `info`: that is the new base, and the
@@ -125,26 +161,18 @@ final class StagedFile: Sendable {
 
     /// The upload of `version` failed (its bytes are in the recovery folder).
     func uploadFailed(version: UInt64) {
-        state.withLock { $0.writeBack.uploadFailed(version) }
+        withState { $0.writeBack.uploadFailed(version) }
     }
 
-    /// The phase `bucketfs status` shows, with the size and handles.
-    var snapshot: (phase: WriteBack.Phase, size: Int64, handles: Int) {
-        state.withLock { ($0.writeBack.phase, $0.size, $0.writeBack.handles) }
-    }
-
-    var isUnlinked: Bool { state.withLock { $0.writeBack.name == .unlinked } }
-    /// Live: neither unlinked nor retired (getattr shows its staged view).
-    var isLive: Bool { state.withLock { $0.writeBack.name == .live } }
-    var isJournaled: Bool { state.withLock { $0.writeBack.journaled } }
-    var holdsUnsavedWrites: Bool { state.withLock { $0.writeBack.holdsUnsavedWrites } }
+    var isLive: Bool { withState { $0.isLive } }
+    var isJournaled: Bool { withState { $0.writeBack.journaled } }
 
     /// Applies a change that is to ride along with the coming upload, if
     /// there is one: only while the file is dirty and not retired (else
     /// false: the caller changes the object itself). The change counts as
     /// a write, so an upload already in flight is followed by another.
     func rideAlong(_ change: (inout State) -> Void) -> Bool {
-        state.withLock { s in
+        withState { s in
             guard s.writeBack.rideAlong() else { return false }
             change(&s)
             return true
@@ -153,7 +181,7 @@ final class StagedFile: Sendable {
 
     /// Whether release still owes this file an upload.
     var needsFinalUpload: Bool {
-        state.withLock { $0.writeBack.owesFinalUpload }
+        withState { $0.writeBack.owesFinalUpload }
     }
 
     /// A metadata change (xattrs) made while the file has unsaved writes:
@@ -168,7 +196,7 @@ final class StagedFile: Sendable {
     /// Metadata changed on the object itself (a patch while this file was
     /// clean): keep it as the base, so the next upload carries it.
     func rebase(_ info: ObjectInfo) {
-        state.withLock { s in
+        withState { s in
             guard let base = s.base, base.generation == info.generation else { return }
             s.base = info
             if !s.dirty { s.modificationTime = AttributeMapper.modificationTime(info) }
@@ -181,18 +209,13 @@ final class StagedFile: Sendable {
         adoptBase(copy) { _ in }
     }
 
-    /// `info` is the new base, and the local file holds all of its bytes:
-    /// nothing is left to fetch, so the reader of the old base goes.
+    /// `info` is the new base, and the local file holds all of its bytes.
     private func adoptBase(_ info: ObjectInfo, _ alsoChange: (inout State) -> Void) {
-        let reader = state.withLock { s -> FileReader? in
+        withState { s in
             alsoChange(&s)
             s.base = info
-            s.baseLimit = 0
-            s.present = []
-            defer { s.baseReader = nil }
-            return s.baseReader
         }
-        reader?.close()
+        content.holdsEverything()
     }
 
     // MARK: - Content
@@ -201,9 +224,7 @@ final class StagedFile: Sendable {
     func read(at offset: Int64, count: Int) async throws(FSError) -> Data {
         let size = self.size
         guard offset < size, count > 0 else { return Data() }
-        let end = min(size, offset + Int64(count))
-        try await ensurePresent(offset..<end)
-        return try file.read(at: offset, count: Int(end - offset))
+        return try await content.read(offset..<min(size, offset + Int64(count)))
     }
 
     /// Writes `data` at `offset`, growing the file as needed. Returns the
@@ -211,8 +232,7 @@ final class StagedFile: Sendable {
     func write(_ data: Data, at offset: Int64, now: Timestamp, launch: Launch) async throws(FSError) -> [WriteBack.Action] {
         guard !data.isEmpty else { return [] }
         let range = offset..<(offset + Int64(data.count))
-        try await ensurePresent(range, partialOnly: true)
-        try file.write(data, at: offset)
+        try await content.write(data, at: offset)
         return transition({ s in
             s.size = max(s.size, range.upperBound)
             s.modificationTime = now
@@ -228,18 +248,16 @@ final class StagedFile: Sendable {
     @discardableResult
     func truncate(to newSize: Int64, now: Timestamp, launch: Launch) async throws(FSError) -> Bool {
         // Fetches in flight would write base bytes back past the new end.
-        await waitForFetches()
+        await content.waitForFetches()
         let changed = transition({ s -> (Bool?, [WriteBack.Action]) in
             guard let actions = s.writeBack.truncated(from: s.size, to: newSize) else { return (nil, []) }
             guard s.size != newSize else { return (false, actions) }
-            s.baseLimit = min(s.baseLimit, newSize)
-            s.present = s.present.filter { $0 * blockSize < s.baseLimit }
             s.size = newSize
             s.modificationTime = now
             return (true, actions)
         }, launch: launch).result
         guard let changed else { return false }
-        if changed { try file.truncate(to: newSize) }
+        if changed { try content.truncate(to: newSize) }
         return true
     }
 
@@ -258,7 +276,7 @@ final class StagedFile: Sendable {
     func transition<R: Sendable>(
         _ event: (inout State) -> (R, [WriteBack.Action]), launch: Launch
     ) -> (result: R, actions: [WriteBack.Action]) {
-        state.withLock { s in
+        withState { s in
             let (result, actions) = event(&s)
             var later: [WriteBack.Action] = []
             for action in actions where !launch(action, &s) { later.append(action) }
@@ -267,24 +285,27 @@ final class StagedFile: Sendable {
     }
 
     /// An open attaches a handle; false if the file is retired and not
-    /// `new` (made for this open).
-    func attach(new: Bool) -> Bool {
-        state.withLock { $0.writeBack.attach(new: new) }
+    /// `new` (made for this open). Under the file system's lock, with the
+    /// handle's registration.
+    func attach(new: Bool, in s: inout FileSystem.State) -> Bool {
+        withState(in: &s) { $0.writeBack.attach(new: new) }
     }
 
-    /// Readers of a deleted generation move onto this copy.
-    func adopt(handles count: Int) {
-        state.withLock { $0.writeBack.adopt(handles: count) }
+    /// Readers of a deleted generation move onto this copy (under the
+    /// file system's lock, with the handles' move).
+    func adopt(handles count: Int, in s: inout FileSystem.State) {
+        withState(in: &s) { $0.writeBack.adopt(handles: count) }
     }
 
     /// A handle was released; true if it was the last.
     func released() -> Bool {
-        state.withLock { $0.writeBack.released() }
+        withState { $0.writeBack.released() }
     }
 
-    /// After the last release, and after each upload it led to.
-    func retire() -> WriteBack.RetireStep {
-        state.withLock { $0.writeBack.retire() }
+    /// After the last release, and after each upload it led to (under
+    /// the file system's lock, with the unregistering of a retired file).
+    func retire(in s: inout FileSystem.State) -> WriteBack.RetireStep {
+        withState(in: &s) { $0.writeBack.retire() }
     }
 
     /// The name is unlinked (or renamed over): nothing more is uploaded.
@@ -298,19 +319,19 @@ final class StagedFile: Sendable {
 
     /// The unlink or rename failed: the name is the file's again.
     func relink() {
-        state.withLock { $0.writeBack.relink() }
+        withState { $0.writeBack.relink() }
     }
 
     /// A copy only for descriptors of a deleted name: never uploaded.
     func markUnlinked() {
-        state.withLock { $0.writeBack.markUnlinked() }
+        withState { _ = $0.writeBack.unlink() }
     }
 
     /// A flush, fsync or release asks for an upload: the one to wait for,
     /// and whether it is the caller's (`start` makes it, as the file's
     /// upload Task, under the lock so a second flush joins it).
     func requestUpload(start: () -> Task<Result<Void, FSError>, Never>) -> (Task<Result<Void, FSError>, Never>, mine: Bool)? {
-        state.withLock { s in
+        withState { s in
             switch s.writeBack.uploadRequested() {
             case .nothing: return nil
             case .join: return s.upload.map { ($0, false) }
@@ -324,7 +345,7 @@ final class StagedFile: Sendable {
 
     /// The upload is over (after `uploaded` or `uploadFailed`).
     func uploadEnded() {
-        state.withLock { s in
+        withState { s in
             s.writeBack.uploadEnded()
             s.upload = nil
         }
@@ -332,16 +353,20 @@ final class StagedFile: Sendable {
 
     /// An upload takes the open stream over: waits while its start is in
     /// flight; nil if there is none.
-    func takeStream() async -> UploadStream? {
+    func takeStream() async -> TakenStream? {
         while true {
-            let (step, starting, stream) = state.withLock { s -> (WriteBack.StreamTake, Task<Void, Never>?, UploadStream?) in
+            let (step, starting, taken) = withState { s -> (WriteBack.StreamTake, Task<Void, Never>?, TakenStream?) in
                 let step = s.writeBack.takeStream()
-                defer { if step == .take { s.stream = nil } }
-                return (step, s.streamStart, s.stream)
+                guard case .take(let failed) = step, let stream = s.stream else { return (step, s.streamStart, nil) }
+                defer {
+                    s.stream = nil
+                    s.streamSend = nil
+                }
+                return (step, nil, TakenStream(stream: stream, lastSend: s.streamSend, sendFailed: failed))
             }
             switch step {
             case .none: return nil
-            case .take: return stream
+            case .take: return taken
             case .waitForStart:
                 // Set in the same critical section as `.starting`.
                 if let starting { await starting.value } else { await Task.yield() }
@@ -351,93 +376,24 @@ final class StagedFile: Sendable {
 
     /// The send of `stream` ended; ignored if it is no longer the file's.
     func streamSent(_ stream: UploadStream, ok: Bool) {
-        state.withLock { s in
+        withState { s in
             if s.stream === stream { s.writeBack.streamSent(ok: ok) }
         }
     }
 
-    /// The resources a discarded file leaves: the base's reader and the
-    /// stream, taken out of the state.
-    func takeResources() -> (FileReader?, UploadStream?) {
-        state.withLock { s in
-            defer {
-                s.baseReader = nil
-                s.stream = nil
-            }
-            return (s.baseReader, s.stream)
-        }
+    /// Takes the state out of the file system's (the file is discarded):
+    /// what it held (the base's reader, the stream) is the caller's to end.
+    func unregister() -> State? {
+        lock.withLock { $0.stagedStates.removeValue(forKey: id) }
     }
 
-    var current: State { state.withLock { $0 } }
-    var base: ObjectInfo? { state.withLock { $0.base } }
-    var handleCount: Int { state.withLock { $0.writeBack.handles } }
+    var current: State { withState { $0 } }
+    var base: ObjectInfo? { withState { $0.base } }
+    var handleCount: Int { withState { $0.writeBack.handles } }
 
     /// Fetches every base block still missing: before an upload, the local
     /// file must hold the whole content.
     func fetchAll() async throws(FSError) {
-        let limit = state.withLock { $0.baseLimit }
-        guard limit > 0 else { return }
-        try await ensurePresent(0..<limit)
-    }
-
-    // MARK: - Fetching base blocks
-
-    /// Makes the blocks under `range` present. With `partialOnly`, a block
-    /// the range covers completely (or up to `baseLimit`) is about to be
-    /// overwritten whole and is marked present without a download.
-    private func ensurePresent(_ range: Range<Int64>, partialOnly: Bool = false) async throws(FSError) {
-        guard !range.isEmpty else { return }
-        var waits: [Task<Result<Void, FSError>, Never>] = []
-        state.withLock { s in
-            guard range.lowerBound < s.baseLimit else { return }
-            let last = (min(range.upperBound, s.baseLimit) - 1) / blockSize
-            for block in (range.lowerBound / blockSize)...last where !s.present.contains(block) {
-                if let task = s.fetching[block] {
-                    waits.append(task)
-                    continue
-                }
-                let blockRange = (block * blockSize)..<min((block + 1) * blockSize, s.baseLimit)
-                if partialOnly, range.lowerBound <= blockRange.lowerBound, range.upperBound >= blockRange.upperBound {
-                    s.present.insert(block)
-                    continue
-                }
-                let task = Task { await self.fetch(block, blockRange) }
-                s.fetching[block] = task
-                waits.append(task)
-            }
-        }
-        for task in waits {
-            if case .failure(let error) = await task.value { throw error }
-        }
-    }
-
-    private func fetch(_ block: Int64, _ range: Range<Int64>) async -> Result<Void, FSError> {
-        let reader = state.withLock { $0.baseReader }
-        let result: Result<Void, FSError>
-        do throws(FSError) {
-            guard let reader else { throw FSError(.ioError, "no reader for the base of \(file.path)") }
-            let data: Data
-            do {
-                data = try await reader.read(offset: range.lowerBound, size: range.count)
-            } catch .notFound {
-                throw FSError(.stale, "generation \(reader.info.generation) of \(reader.objectName) is gone")
-            } catch {
-                throw FSError(error, during: .read, "read of \(reader.objectName)")
-            }
-            try file.write(data, at: range.lowerBound)
-            result = .success(())
-        } catch {
-            result = .failure(error)
-        }
-        state.withLock { s in
-            s.fetching[block] = nil
-            if case .success = result, block * blockSize < s.baseLimit { s.present.insert(block) }
-        }
-        return result
-    }
-
-    private func waitForFetches() async {
-        let tasks = state.withLock { Array($0.fetching.values) }
-        for task in tasks { _ = await task.value }
+        try await content.fetchAll()
     }
 }

@@ -25,18 +25,19 @@ final class UploadStream: Sendable {
     /// follows.
     let sentMetadata: [String: String]
 
-    /// What the uploader that finishes the stream waits for and checks.
-    struct State: Sendable {
-        var sending: Task<Result<Void, StoreError>, Never>?
-        var failure: StoreError?
-    }
-
-    let state = RankedLock(.uploadStream, State())
-
     init(put: any StreamingPut, sentMetadata: [String: String]) {
         self.put = put
         self.sentMetadata = sentMetadata
     }
+}
+
+/// An open stream handed to the upload that finishes it: its latest send,
+/// which the uploader waits for, and whether an earlier one failed (then
+/// the session is abandoned and the whole file is put).
+struct TakenStream: Sendable {
+    let stream: UploadStream
+    let lastSend: Task<Result<Void, StoreError>, Never>?
+    let sendFailed: Bool
 }
 
 extension FileSystem {
@@ -53,7 +54,7 @@ extension FileSystem {
                 return true
             case .sendStream(let end):
                 guard let stream = s.stream else { return true }
-                stream.state.withLock { $0.sending = Task { await self.send(stream, upTo: end, of: staged) } }
+                s.streamSend = Task { await self.send(stream, upTo: end, of: staged) }
                 return true
             case .abandonStream:
                 return Self.endingStream(action, &s)
@@ -70,6 +71,7 @@ extension FileSystem {
         guard action == .abandonStream else { return false }
         if let stream = s.stream {
             s.stream = nil
+            s.streamSend = nil
             Task { await stream.put.abandon() }
         }
         return true
@@ -80,8 +82,10 @@ extension FileSystem {
         for action in actions {
             switch action {
             case .writeJournal: writeJournal(staged, inode: inode)
-            case .removeJournal: Glibc.unlink(staged.journalPath)
-            case .startStream, .sendStream, .abandonStream: break
+            // `StagedFile.uploaded` removes the journal under the lock (a
+            // write racing it must re-create it after, not before), and
+            // launch ran the stream's actions there.
+            case .removeJournal, .startStream, .sendStream, .abandonStream: break
             }
         }
     }
@@ -94,10 +98,6 @@ extension FileSystem {
         } catch {
             logger.warning("streaming upload failed; the close will upload the whole file", metadata: ["cause": "\(error)"])
             result = .failure(error)
-        }
-        stream.state.withLock { t in
-            t.sending = nil
-            if case .failure(let error) = result { t.failure = error }
         }
         staged.streamSent(stream, ok: (try? result.get()) != nil)
         return result

@@ -57,7 +57,7 @@ extension FileSystem {
                 readers.append(file.reader!)
             }
             guard !readers.isEmpty else { return nil }
-            copy.adopt(handles: readers.count)
+            copy.adopt(handles: readers.count, in: &s)
             s.staged[inode] = copy
             return readers
         }

@@ -3,11 +3,87 @@ import Foundation
 import Glibc
 #endif
 
-/// The write-back executor's uploads: what flush, fsync, release, rename
-/// and unmount call to store a staged file, and what a failed upload
-/// leaves (the recovery folder, a log line, the errno). When an upload
-/// starts and who waits is the `WriteBack` machine's call.
+/// The write-back executor: what a writable handle's write, close and
+/// release, an fsync, a rename and the unmount call to change and store a
+/// staged file, the uploads it runs, and what a failed upload leaves (the
+/// recovery folder, a log line, the errno). When an upload starts, who
+/// waits and when a file is discarded are the `WriteBack` machine's calls;
+/// the stream's side is `Stream.swift`.
 extension FileSystem {
+    // MARK: - Handle events
+
+    /// A write through a writable handle: the bytes go to the staged file;
+    /// the journal and the stream follow as the machine says.
+    func write(_ data: Data, at offset: Int64, to staged: StagedFile, inode: UInt64) async throws(FSError) {
+        let later = try await staged.write(data, at: offset, now: Timestamp(Date()), launch: launcher(staged, inode: inode))
+        perform(later, staged, inode: inode)
+    }
+
+    /// A writable handle's close (flush) uploads, and reports a failure.
+    func closed(_ staged: StagedFile, inode: UInt64, pid: Int32) async throws(FSError) {
+        // A new file nothing was done to yet, closed by a process that still
+        // holds another writable descriptor of it: a shell's `> f` closing
+        // the original after duplicating it onto stdout. That descriptor's
+        // close flushes again (at the latest when the process exits), so
+        // the empty upload is left to it; every other close uploads, so
+        // `touch f` has made `f` when it returns and a close still reports
+        // a failed upload.
+        if staged.isUntouchedNewFile, let descriptors, descriptors.holdsWritableDescriptor(pid: pid, inode: inode) {
+            logger.trace("flush of a new empty file left to the closing process's other descriptor", metadata: ["inode": "\(inode)"])
+            return
+        }
+        try await upload(staged, inode: inode, reason: "flush", interruptible: true)
+    }
+
+    /// A handle attached to `staged` was released. After the last, a file
+    /// still dirty (written through mmap, or whose flush was never called)
+    /// is uploaded; release has no one to report to, so a failure only
+    /// leaves the bytes in the recovery folder and a log line. Then the
+    /// local copy is deleted.
+    func released(_ staged: StagedFile, inode: UInt64) async {
+        if staged.released() { await retire(staged, inode: inode) }
+    }
+
+    /// Uploads what `staged` still owes (repeating while changes that ride
+    /// along keep arriving), then deletes its local copy, unless an open
+    /// attached to it meanwhile. A change that comes after it is retired
+    /// finds it so and goes to the object.
+    private func retire(_ staged: StagedFile, inode: UInt64) async {
+        while true {
+            if staged.needsFinalUpload { _ = try? await upload(staged, inode: inode, reason: "release") }
+            let retired = state.withLock { s -> Bool? in
+                guard s.staged[inode] === staged else { return false }
+                switch staged.retire(in: &s) {
+                case .keep: return false
+                case .uploadFirst: return nil
+                case .discard:
+                    s.staged[inode] = nil
+                    return true
+                }
+            }
+            switch retired {
+            case nil: continue
+            case true?: discard(staged)
+            case false?: break
+            }
+            return
+        }
+    }
+
+    /// Uploads every dirty file (unmount, SIGTERM); returns how many failed.
+    public func flushAll() async -> Int {
+        let all = state.withLock { Array($0.staged) }
+        var failed = 0
+        for (inode, staged) in all where staged.isDirty {
+            do {
+                try await upload(staged, inode: inode, reason: "unmount")
+            } catch {
+                failed += 1
+            }
+        }
+        return failed
+    }
+
     // MARK: - Upload
 
     /// Uploads `staged` if it is dirty. Uploads of one file never overlap:
@@ -143,13 +219,10 @@ extension FileSystem {
         }
     }
 
+    /// Deletes a staged file: its state, stream, local copy and journal.
     func discard(_ staged: StagedFile) {
-        let (reader, stream) = staged.takeResources()
-        reader?.close()
-        if let stream { Task { await stream.put.abandon() } }
-        staged.file.close()
-        Glibc.unlink(staged.file.path)
-        Glibc.unlink(staged.journalPath)
+        if let stream = staged.unregister()?.stream { Task { await stream.put.abandon() } }
+        staged.content.delete(journal: staged.journalPath)
     }
 
     /// Whether a file of this mount holds unsaved writes for `object`.
@@ -158,8 +231,23 @@ extension FileSystem {
         let path = String(object.dropFirst(objectPrefix.count))
         return state.withLock { s in
             guard let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode] else { return false }
-            return staged.holdsUnsavedWrites
+            return staged.state(in: s).writeBack.holdsUnsavedWrites
         }
     }
 
+    // MARK: - What the mount shows
+
+    /// A recovery entry was uploaded in the background: the mount shows it.
+    func noteRecovered(_ object: String, _ info: ObjectInfo) {
+        guard object.hasPrefix(objectPrefix) else { return }
+        noteUploaded(String(object.dropFirst(objectPrefix.count)), info)
+    }
+
+    func noteUploaded(_ path: String, _ info: ObjectInfo) {
+        let now = clock.now
+        state.withLock { s in
+            s.stats.insert(path, .file(info), now: now)
+            amendListing(path, .file(info), &s)
+        }
+    }
 }

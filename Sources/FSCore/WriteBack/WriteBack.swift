@@ -1,5 +1,5 @@
 /// The write-back lifecycle of one staged file, as a value-type state
-/// machine: its owner (`StagedFile`, under its lock) feeds it each event and
+/// machine: its owner (`StagedFile`, under the file system's lock) feeds it each event and
 /// the executor (`FileSystem`'s write-back extensions) performs the actions
 /// it returns. No I/O, no Task and no clock in here, so the races of the
 /// write path are table tests of this type (`WriteBackTests`).
@@ -92,8 +92,9 @@ struct WriteBack: Sendable, Equatable {
         case none
         /// Its start is in flight: wait for it, then ask again.
         case waitForStart
-        /// Hand the open stream to the uploader (the file has none after).
-        case take
+        /// Hand the open stream to the uploader (the file has none after);
+        /// `sendFailed`: a send failed already (the uploader abandons it).
+        case take(sendFailed: Bool)
     }
 
     /// Bytes a stream waits for before it starts, and sends at a time.
@@ -267,11 +268,6 @@ struct WriteBack: Sendable, Equatable {
         if name == .unlinked { name = .live }
     }
 
-    /// A copy made only for descriptors of a deleted name: never uploaded.
-    mutating func markUnlinked() {
-        if name == .live { name = .unlinked }
-    }
-
     // MARK: - The stream
 
     /// After a write: start, feed or drop the stream.
@@ -327,9 +323,9 @@ struct WriteBack: Sendable, Equatable {
         switch stream {
         case .none: return .none
         case .starting: return .waitForStart
-        case .open:
+        case .open(_, _, _, let failed):
             stream = .none
-            return .take
+            return .take(sendFailed: failed)
         }
     }
 

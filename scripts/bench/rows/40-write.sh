@@ -20,6 +20,7 @@ DURABLE="$REPO/scripts/bench/until_durable.py"
 
 bench_group write
 bench_row wbig "write a 256 MiB file, until durable (MiB/s)"
+bench_row wbig_resumable "the same file as a resumable upload in 64 MiB chunks, the protocol of a streamed write (MiB/s, curl column)"
 bench_row wsmall "300 files of 4 KiB into a new dir, until durable (files/s)"
 bench_row wsmall_http "HTTP requests per small file (of the 300)"
 bench_row wsmall_fuse "FUSE requests per small file (bash \`printf > f\`)"
@@ -96,6 +97,20 @@ curl_wbig() {
     cell_big "$r"
 }
 
+# the same bytes through a resumable session in bucketfs's stream steps
+# (MountOptions.streamChunkSize, 64 MiB), the chunks split off untimed
+curl_wbig_resumable() {
+    local name="$WBIG_NAME_PREFIX-curl-resumable-$RTT.bin" chunks="$WORK/big.chunks" r
+    if [[ ! -d "$chunks" ]]; then
+        mkdir -p "$chunks"
+        split -b 64M -d -a 3 "$WORK/big.bin" "$chunks/part"
+    fi
+    r="$(durable object "$name" "$WORK/big.bin" --wait -- \
+        "$REPO/scripts/bench/resumable_put.sh" "$BASE" "$BUCKET" "$name" "$WORK/big.bin" "$chunks")"
+    api_delete_one "$name"
+    cell_big "$r"
+}
+
 # 300 media uploads, sequential, in ONE curl process (curl --config, one
 # block per file separated by `next`, one kept-alive connection)
 curl_wsmall() {
@@ -158,6 +173,7 @@ small_ceiling() {
 
 write_curl() {
     measure wbig curl curl_wbig
+    measure wbig_resumable curl curl_wbig_resumable
     measure wsmall curl curl_wsmall
     measure wsmall_http curl cat_file "$WORK/wsmall_http.curl"
     measure wsmall_floor curl null_fuse_small

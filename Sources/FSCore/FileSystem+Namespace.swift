@@ -33,14 +33,10 @@ extension FileSystem {
     /// (`keepOpenContent`).
     public func unlink(parent: UInt64, name: String) async throws(FSError) {
         let path = try existingEntryPath(parent: parent, name: name, "unlink")
-        let (kind, staged) = known(path)
+        let (kind, staged) = await unlinkName(path)
         if kind == .directory { throw FSError(.isDirectory, "unlink of directory \(path)") }
         var generation: Int64?
         if let staged {
-            // No upload starts once it is unlinked; one already under way
-            // (a release's) may still create the object: wait for it, so
-            // that what it stored is deleted too.
-            if let inFlight = staged.unlink(launch: Self.endingStream) { _ = await inFlight.value }
             guard let base = staged.base else {
                 touchDirectories(parent)
                 forgetName(path)

@@ -33,10 +33,7 @@ extension FileSystem {
         // A file being written under the target name is being replaced:
         // no upload of it starts any more, and one under way (a release's)
         // ends before the target's generation is taken as precondition.
-        let replaced = known(target).staged
-        if let replaced {
-            if let inFlight = replaced.unlink(launch: Self.endingStream) { _ = await inFlight.value }
-        }
+        let replaced = await unlinkName(target).staged
         do {
             try await rename(source, sourceNode, sourceKind, to: target, flags: flags)
         } catch {

@@ -276,7 +276,14 @@ final class StagedFile: Sendable {
     func transition<R: Sendable>(
         _ event: (inout State) -> (R, [WriteBack.Action]), launch: Launch
     ) -> (result: R, actions: [WriteBack.Action]) {
-        withState { s in
+        lock.withLock { s in transition(in: &s, event, launch: launch) }
+    }
+
+    /// `transition` for a caller that holds the file system's lock.
+    func transition<R>(
+        in fileSystem: inout FileSystem.State, _ event: (inout State) -> (R, [WriteBack.Action]), launch: Launch
+    ) -> (result: R, actions: [WriteBack.Action]) {
+        withState(in: &fileSystem) { s in
             let (result, actions) = event(&s)
             var later: [WriteBack.Action] = []
             for action in actions where !launch(action, &s) { later.append(action) }
@@ -310,8 +317,8 @@ final class StagedFile: Sendable {
 
     /// The name is unlinked (or renamed over): nothing more is uploaded.
     /// Returns the upload in flight, which the caller waits for.
-    func unlink(launch: Launch) -> Task<Result<Void, FSError>, Never>? {
-        transition({ s in
+    func unlink(in s: inout FileSystem.State, launch: Launch) -> Task<Result<Void, FSError>, Never>? {
+        transition(in: &s, { s in
             let (inFlight, actions) = s.writeBack.unlink()
             return (inFlight ? s.upload : nil, actions)
         }, launch: launch).result

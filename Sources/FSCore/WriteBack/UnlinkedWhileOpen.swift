@@ -10,6 +10,23 @@ import Foundation
 /// staged file is marked unlinked by the caller, so it is never uploaded;
 /// the last release deletes it.
 extension FileSystem {
+    /// The name `path` is going away (unlink, or a rename over it): its
+    /// staged file, found and unlinked in one critical section, uploads
+    /// nothing from now on; an upload already under way (a release's) is
+    /// waited for, so that what it stores is deleted or replaced too.
+    /// Returns the kind bound to `path` and the staged file (which the
+    /// caller relinks if the delete or rename fails).
+    func unlinkName(_ path: String) async -> (kind: InodeTable.Kind?, staged: StagedFile?) {
+        let (kind, staged, inFlight) = state.withLock { s -> (InodeTable.Kind?, StagedFile?, Task<Result<Void, FSError>, Never>?) in
+            guard let inode = s.inodes.inode(forPath: path) else { return (nil, nil, nil) }
+            let kind = s.inodes[inode]?.kind
+            guard kind != .directory, let staged = s.staged[inode] else { return (kind, nil, nil) }
+            return (kind, staged, staged.unlink(in: &s, launch: Self.endingStream))
+        }
+        if let inFlight { _ = await inFlight.value }
+        return (kind, staged)
+    }
+
     /// Makes the content of `path`'s inode local for the descriptors still
     /// open on it, before generation `generation` is deleted. Returns the
     /// staged file that holds it (nil: nothing open that needs one). A

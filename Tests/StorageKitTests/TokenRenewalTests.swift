@@ -5,7 +5,8 @@ import Transport
 
 @testable import StorageKit
 
-/// When access tokens are fetched again: after storage refuses one (401). Against `Tests/Servers/token_server.py` (which
+/// When access tokens are fetched again: after storage refuses one (401),
+/// and before one expires. Against `Tests/Servers/token_server.py` (which
 /// counts and logs the tokens it issues) and `fake_gcs.py` (which logs the
 /// bearer token of each request and refuses the tokens it is told to).
 @Suite struct TokenRenewalTests {
@@ -81,5 +82,96 @@ import Transport
         await #expect(throws: StorageError.self) { _ = try await storage.reference().listAll() }
         #expect(try await Self.bearers(gcs) == ["Bearer user-1", "Bearer user-2", "Bearer user-2", "Bearer user-3"])
         #expect(try await server.count() == 3)
+    }
+
+    // MARK: before expiry
+
+    /// The server path that issues the token storage sees, and its prefix.
+    static func issuer(_ kind: Kind) -> (path: String, prefix: String) {
+        switch kind {
+        case .serviceAccount: return ("/token", "Bearer tok-")
+        case .authorizedUser: return ("/token", "Bearer user-")
+        case .externalFile: return ("/sts", "Bearer sts-")
+        case .externalURLImpersonated, .impersonatedServiceAccount: return (":generateAccessToken", "Bearer iam-")
+        }
+    }
+
+    // Google's clients renew a token shortly before it expires rather than
+    // after (google-auth-library-python: Credentials.expired with
+    // _helpers.REFRESH_THRESHOLD; the Go and Java libraries likewise).
+    // Tokens of 8 s here (expires_in, or expireTime with nanoseconds for
+    // IAM, as protobuf's Timestamp may be written), asked for every 100 ms
+    // for 20 s with the real clock: the bounds are counts, not timings.
+    @Test(arguments: Kind.allCases)
+    func eachProviderRenewsItsShortLivedTokenBeforeItExpires(kind: Kind) async throws {
+        let lifetime = 8.0
+        let fixture = try Fixture()
+        let server = try TokenServer.start(fixture, arguments: ["--lifetime", "8", "--expire-time-digits", "9"])
+        defer { server.stop() }
+        let credentials = try CredentialsFile.load(
+            try kind.file(server, fixture, quota: "q"), transport: fixture.transport)
+        var calls: [(header: String, end: Date)] = []
+        let until = Date().addingTimeInterval(20)
+        while Date() < until {
+            let header = try await credentials.authorizationHeader() ?? ""
+            calls.append((header, Date()))
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let (path, prefix) = Self.issuer(kind)
+        #expect(calls.allSatisfy { $0.header.hasPrefix(prefix) }, "\(calls.map(\.header))")
+        var tokens: [String] = []
+        for call in calls where tokens.last != call.header { tokens.append(call.header) }
+        #expect(Set(tokens).count == tokens.count, "a token came back after its successor: \(tokens)")
+        // Renewed (more than one token in 20 s), but not at every call:
+        // about one token per 6 s.
+        #expect((2...6).contains(tokens.count), "\(tokens.count) tokens for \(calls.count) calls: \(tokens)")
+        let fetches = try await server.log().filter { $0.path.hasSuffix(path) }.count
+        #expect(fetches == tokens.count, "every token fetched was used, none twice")
+        for token in tokens.dropLast() {
+            #expect(calls.filter { $0.header == token }.count >= 3, "\(token) reused")
+        }
+        // Each successor was fetched before its predecessor expired
+        // (`lifetime` seconds after the server issued it; same machine,
+        // same clock), and no call returned a token after it expired.
+        let issued = try await server.issued()
+        let expiries = try tokens.map { token in
+            let issuedAt = try #require(issued[String(token.dropFirst("Bearer ".count))], "\(token) not issued? \(issued)")
+            return issuedAt.addingTimeInterval(lifetime)
+        }
+        for (index, token) in tokens.enumerated() {
+            let last = try #require(calls.last { $0.header == token })
+            #expect(last.end < expiries[index], "\(token) returned \(last.end.timeIntervalSince(expiries[index])) s after it expired")
+            if index > 0 {
+                let renewedAt = expiries[index].addingTimeInterval(-lifetime)
+                #expect(renewedAt < expiries[index - 1], "\(token) fetched \(renewedAt.timeIntervalSince(expiries[index - 1])) s after \(tokens[index - 1]) expired")
+            }
+        }
+    }
+
+    // MARK: parsing of the lifetimes
+
+    @Test(arguments: [
+        ("2026-11-26T07:00:08Z", 8.0), ("2026-11-26T07:00:08.250Z", 8.25),
+        ("2026-11-26T07:00:08.250000Z", 8.25), ("2026-11-26T07:00:08.250000000Z", 8.25),
+    ])
+    func expireTimeIsReadWithAnyFractionalDigits(expireTime: String, seconds: Double) throws {
+        let requested = try #require(ISO8601DateFormatter().date(from: "2026-11-26T07:00:00Z"))
+        let body = Data(#"{"accessToken":"iam-1","expireTime":"\#(expireTime)"}"#.utf8)
+        let token = try ImpersonatedCredentials.parse(
+            HTTPResponse(status: 200, body: body), endpoint: "http://x", requestedAt: requested)
+        #expect(token.value == "iam-1")
+        #expect(abs(token.expiresAt.timeIntervalSince(requested) - seconds) < 0.001, "\(token.expiresAt)")
+        #expect(abs((token.lifetime ?? 0) - seconds) < 0.001)
+    }
+
+    @Test func expiresInCountsFromTheRequestAndIsTheTokensLifetime() throws {
+        let requested = Date(timeIntervalSince1970: 1_800_000_000)
+        let token = try TokenResponse.parse(
+            HTTPResponse(status: 200, body: Data(#"{"access_token":"a","expires_in":8,"token_type":"Bearer"}"#.utf8)),
+            endpoint: "http://x/token", requestedAt: requested)
+        #expect(token.expiresAt == requested.addingTimeInterval(8))
+        // Known, so that the cache renews it once a quarter of it remains
+        // (not 5 minutes before its end, which an 8 s token always is).
+        #expect(token.lifetime == 8)
     }
 }

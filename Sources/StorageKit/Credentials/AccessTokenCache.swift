@@ -103,8 +103,10 @@ enum TokenResponse {
             throw .invalidTokenResponse(endpoint: endpoint, status: response.status, message: "no positive expires_in in the answer")
         }
         // Counted from when the request was sent: the server's clock starts
-        // no earlier, so the token never outlives our estimate.
-        return AccessToken(value: value, expiresAt: requestedAt.addingTimeInterval(lifetime))
+        // no earlier, so the token never outlives our estimate. The
+        // lifetime goes with it: without it the cache's 5-minute margin
+        // made a token shorter than that fetched anew at every call.
+        return AccessToken(value: value, expiresAt: requestedAt.addingTimeInterval(lifetime), lifetime: lifetime)
     }
 
     /// `error: error_description` of an OAuth2 error body, else the start

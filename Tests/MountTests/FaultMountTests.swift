@@ -185,14 +185,20 @@ extension MountTests {
             try await ObjectChecks.expect(gcs, "\(prefix)/shared.txt", holds: Data("version 3 (theirs)\n".utf8), "nothing newer is overwritten")
             #expect(FileManager.default.contents(atPath: recovery + "/shared.txt") == Data("version 2 (mine)\n".utf8),
                     "the rejected bytes stay in the recovery folder")
-            let sidecar = (try? String(contentsOfFile: recovery + "/shared.txt.bucketfs-pending.json", encoding: .utf8)) ?? ""
-            #expect(sidecar.contains("retryStopped"), "the sidecar should say why retries stopped: \(sidecar)")
-            // ...and `bucketfs status` says so, with why (issue 17, item 6);
-            // fresh.bin is no longer listed.
-            let after = try await Self.recoveryLines(mount, ["\(prefix)/shared.txt", "\(prefix)/fresh.bin"])
+            // `bucketfs status` says retries stopped, with why (issue 17,
+            // item 6), once the pass that uploaded fresh.bin has met the
+            // newer shared.txt; fresh.bin is no longer listed.
             let stopped = "; not retried in the background: the object changed since the bytes were written"
+            var after: [String?] = []
+            for _ in 0..<25 {
+                after = try await Self.recoveryLines(mount, ["\(prefix)/shared.txt", "\(prefix)/fresh.bin"])
+                if after[0]?.contains("; not retried") == true { break }
+                try await Task.sleep(for: .milliseconds(200))
+            }
             #expect(after[0]?.hasSuffix(stopped) == true, "status once retries stopped: \(after)")
             #expect(after[1] == nil, "fresh.bin was uploaded: \(after)")
+            let sidecar = (try? String(contentsOfFile: recovery + "/shared.txt.bucketfs-pending.json", encoding: .utf8)) ?? ""
+            #expect(sidecar.contains("retryStopped"), "the sidecar should say why retries stopped: \(sidecar)")
             // The mount shows what the background retry stored.
             let listed = try await Tools.run("/bin/cat", [mount.at("fresh.bin")], stdoutPath: scratch + "/read-back.bin")
             #expect(listed.ok && FileManager.default.contents(atPath: scratch + "/read-back.bin") == fresh, "\(listed.summary)")

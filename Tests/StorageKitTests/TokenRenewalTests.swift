@@ -33,10 +33,12 @@ import Transport
     }
 
     // GCS answers 401 to a token it no longer accepts (revoked, or expired
-    // earlier than the client thought), and Google's clients then fetch a
-    // new token and send the request again, once: google-auth-library-python's
-    // AuthorizedSession (transport/requests.py, refresh_status_codes = 401,
-    // max_refresh_attempts = 2 attempts in all).
+    // earlier than the client thought), and Google's clients then refresh
+    // the credentials and send the request again: google-auth-library-python's
+    // AuthorizedSession (transport/requests.py) does so on its
+    // refresh_status_codes (401) up to max_refresh_attempts times (2 by
+    // default). StorageKit refreshes once per call (issue 20: "after a 401,
+    // once"), so a server that keeps refusing costs two requests.
     @Test func aTokenStorageRefusesIsReplacedOnceAndTheRequestSucceeds() async throws {
         let fixture = try Fixture()
         let server = try TokenServer.start(fixture)

@@ -6,9 +6,11 @@ import Transport
 struct AccessToken: Sendable {
     let value: String
     let expiresAt: Date
-    /// How long it was valid for when issued, when known: a short-lived
-    /// token is renewed once a quarter of its life remains, not 5 minutes
-    /// before the end (which would be never, or at every call).
+    /// How long it was valid for when it arrived (`expires_in`, or
+    /// `expireTime` less the time of the request; a metadata server's
+    /// `expires_in` counts what is left of a token it caches), when known:
+    /// a short-lived token is renewed once a quarter of its life remains,
+    /// not 5 minutes before the end (which would be at every call).
     var lifetime: TimeInterval?
 }
 

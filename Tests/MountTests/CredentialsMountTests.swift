@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import Transport
 
@@ -13,10 +14,11 @@ extension MountTests {
             let process: Tools.Running
             let base: String
 
-            init() async throws {
+            /// `arguments`: token_server.py's options beyond the port.
+            init(_ arguments: [String] = []) async throws {
                 let python = try MountEnv.variable("BUCKETFS_TEST_PYTHON")
                 let script = try MountEnv.repo() + "/Tests/Servers/token_server.py"
-                process = try Tools.Running(python, [script, "--port", "0"])
+                process = try Tools.Running(python, [script, "--port", "0"] + arguments)
                 let deadline = ContinuousClock.now + .seconds(20)
                 while true {
                     let out = (try? String(contentsOfFile: process.stdoutPath, encoding: .utf8)) ?? ""
@@ -39,29 +41,28 @@ extension MountTests {
             }
         }
 
-        static let target = "target@bucketfs-test.iam.gserviceaccount.com"
+        typealias Files = GoogleCredentialFiles
+        static let target = Files.target
 
         /// gcloud's `authorized_user` file, with the server as its token_uri.
         static func userFile(_ server: TokenServer, _ dirs: Mount, quota: String) throws -> String {
-            let path = dirs.base + "/application_default_credentials.json"
-            let object: [String: Any] = [
-                "type": "authorized_user", "client_id": "test-client.apps.googleusercontent.com",
-                "client_secret": "test-client-secret", "refresh_token": "1//test-refresh-token",
-                "token_uri": server.base + "/token", "quota_project_id": quota,
-            ]
-            try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: path))
-            return path
+            try Files.write(
+                Files.authorizedUser(base: server.base, quota: quota), to: dirs.base + "/application_default_credentials.json")
         }
 
         /// Mounts with `options`, writes and lists, and returns what the
-        /// bucket's server saw and `bucketfs status` said.
+        /// bucket's server saw and `bucketfs status` said. `serverArguments`
+        /// go to token_server.py, with `{dir}` replaced by a directory of
+        /// the test's own.
+        typealias Seen = (requests: [LoggedRequest], status: String, log: String)
+
         static func mountAndUse(
-            _ options: (TokenServer, Mount) throws -> [String]
-        ) async throws -> (requests: [LoggedRequest], status: String, log: String) {
-            let server = try await TokenServer()
-            defer { server.stop() }
+            serverArguments: [String] = [], _ options: (TokenServer, Mount) throws -> [String]
+        ) async throws -> Seen {
             let dirs = try Mount()
             defer { dirs.cleanup() }
+            let server = try await TokenServer(serverArguments.map { $0.replacingOccurrences(of: "{dir}", with: dirs.base) })
+            defer { server.stop() }
             let bucket = "creds-\(UUID().uuidString.prefix(8).lowercased())"
             let gcs = try DirectGCS.fake(bucket: bucket)
             let mount = try await Mount.start(
@@ -76,18 +77,36 @@ extension MountTests {
             return (requests, status.out, log)
         }
 
+        /// `mountAndUse` with `--key-file`, the credential file `object` gives.
+        static func mountWithFile(
+            serverArguments: [String] = [], _ object: @escaping (TokenServer, Mount) throws -> [String: Any]
+        ) async throws -> Seen {
+            try await mountAndUse(serverArguments: serverArguments) { server, dirs in
+                ["--key-file", try Files.write(try object(server, dirs), to: dirs.base + "/credentials.json")]
+            }
+        }
+
+        /// Every request `seen` carried a bearer token starting with `bearer`
+        /// and `quota` as its quota project, and `bucketfs status` named `identity`.
+        static func expectAuthorised(
+            _ seen: Seen, bearer: String, quota: String, identity: String,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) {
+            #expect(seen.requests.count >= 3, "\(seen.requests)", sourceLocation: sourceLocation)
+            for request in seen.requests {
+                #expect(request.authorization?.hasPrefix(bearer) == true, "\(request)", sourceLocation: sourceLocation)
+                #expect(request.userProject == quota, "\(request)", sourceLocation: sourceLocation)
+            }
+            #expect(seen.status.contains("credentials: \(identity)"), "\(seen.status)", sourceLocation: sourceLocation)
+        }
+
         @Test("a gcloud authorized_user file: every request carries the user's token and the quota project; status names the user")
         func authorizedUser() async throws {
             let seen = try await Self.mountAndUse { server, dirs in
                 ["--key-file", try Self.userFile(server, dirs, quota: "quota-user")]
             }
-            #expect(seen.requests.count >= 3, "\(seen.requests)")
-            for request in seen.requests {
-                #expect(request.authorization?.hasPrefix("Bearer user-") == true, "\(request)")
-                #expect(request.userProject == "quota-user", "\(request)")
-            }
-            let identity = "authorized user (client test-client.apps.googleusercontent.com)"
-            #expect(seen.status.contains("credentials: \(identity)"), "\(seen.status)")
+            let identity = "authorized user (client \(Files.clientID))"
+            Self.expectAuthorised(seen, bearer: "Bearer user-", quota: "quota-user", identity: identity)
             let first = seen.log.split(separator: "\n").first.map(String.init) ?? ""
             #expect(first.contains("credentials") && first.contains(identity), "first log line: \(first)")
             #expect(!seen.log.contains("test-client-secret") && !seen.log.contains("1//test-refresh-token"))
@@ -102,14 +121,12 @@ extension MountTests {
                     "--billing-project", "payer",
                 ]
             }
-            #expect(seen.requests.count >= 3, "\(seen.requests)")
+            Self.expectAuthorised(
+                seen, bearer: "Bearer iam-2-\(Self.target)", quota: "quota-user",
+                identity: "impersonated service account \(Self.target)")
             for request in seen.requests {
-                #expect(request.authorization?.hasPrefix("Bearer iam-") == true, "\(request)")
-                #expect(request.authorization?.hasSuffix("-\(Self.target)") == true, "\(request)")
-                #expect(request.userProject == "quota-user", "\(request)")
                 #expect(request.parameter("userProject") == "payer", "\(request)")
             }
-            #expect(seen.status.contains("credentials: impersonated service account \(Self.target)"), "\(seen.status)")
         }
     }
 }
@@ -136,51 +153,57 @@ extension MountTests.CredentialFiles {
 }
 
 extension MountTests.CredentialFiles {
-    static let audience = "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/test"
+    static let audience = Files.audience
 
     @Test("an external_account file (file-sourced subject token): requests carry the STS token and the quota project")
     func externalAccount() async throws {
-        let seen = try await Self.mountAndUse { server, dirs in
-            let subject = dirs.base + "/subject-token"
-            try Data("test-subject-token\n".utf8).write(to: URL(fileURLWithPath: subject))
-            let file = dirs.base + "/external.json"
-            let object: [String: Any] = [
-                "type": "external_account", "audience": Self.audience,
-                "subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "token_url": server.base + "/sts",
-                "credential_source": ["file": subject], "quota_project_id": "quota-ext",
-            ]
-            try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: file))
-            return ["--key-file", file]
+        let seen = try await Self.mountWithFile { server, dirs in
+            Files.externalAccount(base: server.base, source: try Files.fileSource(in: dirs.base), quota: "quota-ext")
         }
-        #expect(seen.requests.count >= 3, "\(seen.requests)")
-        for request in seen.requests {
-            #expect(request.authorization?.hasPrefix("Bearer sts-") == true, "\(request)")
-            #expect(request.userProject == "quota-ext", "\(request)")
-        }
-        #expect(seen.status.contains("credentials: external account \(Self.audience)"), "\(seen.status)")
+        Self.expectAuthorised(seen, bearer: "Bearer sts-", quota: "quota-ext", identity: "external account \(Self.audience)")
         #expect(!seen.log.contains("test-subject-token"))
     }
 
     @Test("an impersonated_service_account file: requests carry the IAM-minted token of its service account")
     func impersonatedServiceAccountFile() async throws {
-        let seen = try await Self.mountAndUse { server, dirs in
-            let user = try JSONSerialization.jsonObject(
-                with: Data(contentsOf: URL(fileURLWithPath: try Self.userFile(server, dirs, quota: "unused"))))
-            let file = dirs.base + "/impersonated.json"
-            let object: [String: Any] = [
-                "type": "impersonated_service_account",
-                "service_account_impersonation_url":
-                    "\(server.base)/v1/projects/-/serviceAccounts/\(Self.target):generateAccessToken",
-                "source_credentials": user, "delegates": [String](), "quota_project_id": "quota-imp",
-            ]
-            try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: file))
-            return ["--key-file", file]
+        let seen = try await Self.mountWithFile { server, _ in
+            Files.impersonatedServiceAccount(base: server.base, quota: "quota-imp")
         }
-        #expect(seen.requests.count >= 3, "\(seen.requests)")
-        for request in seen.requests {
-            #expect(request.authorization?.hasSuffix("-\(Self.target)") == true, "\(request)")
-            #expect(request.userProject == "quota-imp", "\(request)")
+        Self.expectAuthorised(
+            seen, bearer: "Bearer iam-2-\(Self.target)", quota: "quota-imp",
+            identity: "impersonated service account \(Self.target)")
+    }
+}
+
+extension MountTests.CredentialFiles {
+    static let serviceAccountEmail = "mounter@bucketfs-test.iam.gserviceaccount.com"
+
+    @Test("a service_account key file: requests carry the token of the signed JWT grant and the quota project; status names the account")
+    func serviceAccount() async throws {
+        // token_server.py makes the key and checks the JWT's signature
+        // against it, with its header and claims.
+        let email = Self.serviceAccountEmail
+        let seen = try await Self.mountWithFile(serverArguments: [
+            "--generate-key", "{dir}/private.pem", "--kid", "mount-key-1", "--issuer", email,
+        ]) { server, dirs in
+            Files.serviceAccount(
+                base: server.base, email: email, keyID: "mount-key-1", quota: "quota-sa",
+                privateKeyPEM: try String(contentsOfFile: dirs.base + "/private.pem", encoding: .utf8))
         }
-        #expect(seen.status.contains("credentials: impersonated service account \(Self.target)"), "\(seen.status)")
+        Self.expectAuthorised(seen, bearer: "Bearer tok-", quota: "quota-sa", identity: "service account \(email)")
+        #expect(!seen.log.contains("PRIVATE KEY"))
+    }
+
+    @Test("an external_account file with a URL-sourced subject token and service-account impersonation: requests carry the IAM-minted token and the quota project")
+    func externalAccountFromURLImpersonating() async throws {
+        let seen = try await Self.mountWithFile { server, _ in
+            Files.externalAccount(
+                base: server.base, source: Files.urlSource(base: server.base), impersonate: true, quota: "quota-ext-url")
+        }
+        // sts-1 from the exchange, then iam-2 minted with it.
+        Self.expectAuthorised(
+            seen, bearer: "Bearer iam-2-\(Self.target)", quota: "quota-ext-url",
+            identity: "external account \(Self.audience) as service account \(Self.target)")
+        #expect(!seen.log.contains(Files.subjectToken))
     }
 }

@@ -127,7 +127,7 @@ extension MountTests {
         }
 
         // Checks semantics.md#net-background-retries
-        @Test("past the upload retry time: EIO, the bytes in the recovery folder, uploaded in the background once the outage ends, never over a newer object", .timeLimit(.minutes(3)))
+        @Test("past the upload retry time: EIO, the bytes in the recovery folder, uploaded in the background once the outage ends, never over a newer object; status tells which entries are retried", .timeLimit(.minutes(3)))
         func backgroundRetryOfRecoveryEntries() async throws {
             // fake_gcs.py behind the proxy: it honours preconditions.
             let bucket = "faults-\(UUID().uuidString.prefix(8).lowercased())"
@@ -158,6 +158,11 @@ extension MountTests {
             let kept = FileManager.default.contents(atPath: recovery + "/fresh.bin")
             #expect(kept == fresh, "the recovery folder should hold fresh.bin's bytes: \(kept.map { "\($0.count) bytes" } ?? "missing")")
             #expect(FileManager.default.contents(atPath: recovery + "/shared.txt") == Data("version 2 (mine)\n".utf8))
+            // Both failed on a transient error: `bucketfs status` says they are retried.
+            let during = try await Self.recoveryLines(mount, ["\(prefix)/fresh.bin", "\(prefix)/shared.txt"])
+            for line in during {
+                #expect(line?.hasSuffix("; retried in the background") == true, "status during the outage: \(during)")
+            }
             // Meanwhile someone else replaces shared.txt (not through the mount).
             try await gcs.put("\(prefix)/shared.txt", Data("version 3 (theirs)\n".utf8))
             #expect(ContinuousClock.now - outageStarted < .seconds(15), "the outage ended before the checks; make it longer")
@@ -180,11 +185,32 @@ extension MountTests {
             try await ObjectChecks.expect(gcs, "\(prefix)/shared.txt", holds: Data("version 3 (theirs)\n".utf8), "nothing newer is overwritten")
             #expect(FileManager.default.contents(atPath: recovery + "/shared.txt") == Data("version 2 (mine)\n".utf8),
                     "the rejected bytes stay in the recovery folder")
+            // `bucketfs status` says retries stopped, with why (issue 17,
+            // item 6), once the pass that uploaded fresh.bin has met the
+            // newer shared.txt; fresh.bin is no longer listed.
+            let stopped = "; not retried in the background: the object changed since the bytes were written"
+            var after: [String?] = []
+            for _ in 0..<25 {
+                after = try await Self.recoveryLines(mount, ["\(prefix)/shared.txt", "\(prefix)/fresh.bin"])
+                if after[0]?.contains("; not retried") == true { break }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            #expect(after[0]?.hasSuffix(stopped) == true, "status once retries stopped: \(after)")
+            #expect(after[1] == nil, "fresh.bin was uploaded: \(after)")
             let sidecar = (try? String(contentsOfFile: recovery + "/shared.txt.bucketfs-pending.json", encoding: .utf8)) ?? ""
             #expect(sidecar.contains("retryStopped"), "the sidecar should say why retries stopped: \(sidecar)")
             // The mount shows what the background retry stored.
             let listed = try await Tools.run("/bin/cat", [mount.at("fresh.bin")], stdoutPath: scratch + "/read-back.bin")
             #expect(listed.ok && FileManager.default.contents(atPath: scratch + "/read-back.bin") == fresh, "\(listed.summary)")
+        }
+
+        /// The recovery-folder lines `bucketfs status` prints for `objects`
+        /// (nil for an object it does not list).
+        static func recoveryLines(_ mount: Mount, _ objects: [String]) async throws -> [String?] {
+            let status = try await runBucketfs(["status", mount.path])
+            #expect(status.ok, "\(status.summary)")
+            let lines = status.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            return objects.map { object in lines.first { $0.hasPrefix(object + "  ") } }
         }
 
         @Test("a file with every standard property set, past the upload retry time: kept in the recovery folder, uploaded in the background with every property", .timeLimit(.minutes(3)))

@@ -413,5 +413,46 @@ extension MountTests {
             let dirExdev = Posix.rename2(mount.at("\(folder)/many"), mount.at("\(folder)/many2"), flags: 0)
             #expect(dirExdev.rc == -1 && dirExdev.code == EXDEV, "rename(2) of a directory: \(dirExdev)")
         }
+
+        // The Firebase Storage emulator decodes object names twice
+        // (firebase-tools, src/emulator/storage/apis/firebase.ts), so over
+        // plain http names with % are refused before any request
+        // (docs/firebase.md): EINVAL at once, not the ~50 s of retried 500s
+        // `100%.txt` costs there, and never the bytes of `aA.txt` for
+        // `a%41.txt`.
+        @Test("names containing % on the emulator: EINVAL at once, nothing sent for them, the object they would alias untouched", .timeLimit(.minutes(3)))
+        func percentNamesAreRefused() async throws {
+            let s = try await Setup()
+            defer { Scratch.remove(s.scratch) }
+            let folder = "users/\(s.a.uid)"
+            let aliased = Data("the object a%41.txt would alias\n".utf8)
+            try await s.gcs.put("\(folder)/aA.txt", aliased)
+            let mount = try await s.mount(as: s.a)
+            defer { mount.cleanup() }
+
+            let created = try #require(await Posix.within(.seconds(30)) {
+                Glibc.open(mount.at("\(folder)/100%.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            }, "create hung")
+            if created.0.rc >= 0 { Glibc.close(created.0.rc) }
+            #expect(created.0 == Posix.Outcome(rc: -1, code: EINVAL), "create 100%.txt: \(created.0)\nlog:\n\(mount.logTail())")
+            #expect(created.1 < .seconds(10), "refused at once, not after retries: \(created.1)")
+
+            let written = try #require(await Posix.within(.seconds(30)) {
+                Glibc.open(mount.at("\(folder)/a%41.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            }, "create hung")
+            if written.0.rc >= 0 { Glibc.close(written.0.rc) }
+            #expect(written.0 == Posix.Outcome(rc: -1, code: EINVAL), "create a%41.txt: \(written.0)")
+            let read = try await Self.run("/bin/cat", [mount.at("\(folder)/a%41.txt")])
+            #expect(!read.ok && !read.out.contains("alias"), "a%41.txt must not read as aA.txt: \(read.summary)")
+
+            let listing = try await Self.run("/bin/ls", [mount.at(folder)])
+            #expect(listing.ok && listing.out.split(separator: "\n") == ["aA.txt"], "\(listing.summary)")
+            #expect(try await s.gcs.download("\(folder)/aA.txt") == aliased, "aA.txt untouched")
+            let sent = try await s.requests().filter {
+                let target = ($0["path"] as? String ?? "") + "?" + ($0["query"] as? String ?? "")
+                return target.contains(s.bucket) && target.contains("%25")
+            }
+            #expect(sent.isEmpty, "requests naming an object with %: \(sent)")
+        }
     }
 }

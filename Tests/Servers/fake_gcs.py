@@ -73,7 +73,15 @@ Test controls (not recorded, never faulted):
   not executed.
   With ``"apply": true`` a ``status``/``drop`` fault executes the request
   first (the write happens, the answer is lost). With ``"after": N`` the
-  first N matching requests pass untouched before it acts. The first
+  first N matching requests pass untouched before it acts. With
+  ``"authorization": "Bearer T"`` only requests whose Authorization header
+  is exactly that match (a revoked or expired token: with ``"status": 401``
+  it is refused however often it comes back).
+  A 401 answer is the one GCS gives a token it does not accept
+  (https://cloud.google.com/storage/docs/json_api/v1/status-codes#401_Unauthorized):
+  message "Invalid Credentials", reason ``authError``, location
+  ``Authorization``, and a ``WWW-Authenticate: Bearer`` header (RFC 6750
+  section 3). The first
   registered matching fault wins; each use decrements its count. Answers
   ``{"ok":true,"pending":N}``. ``GET /_faults`` lists the pending ones.
 * ``POST /_seed`` ``{"bucket", "prefix", "dirs", "files"}`` creates many
@@ -421,12 +429,14 @@ class State:
         self.next_generation += 1
         return self.next_generation
 
-    def take_fault(self, method, target):
+    def take_fault(self, method, target, authorization=None):
         with self.lock:
             for fault in self.faults:
                 if fault.get("method") not in (None, "*", method):
                     continue
                 if fault.get("path_contains", "") not in target:
+                    continue
+                if fault.get("authorization") not in (None, authorization):
                     continue
                 if fault.get("after", 0) > 0:
                     fault["after"] -= 1
@@ -1144,7 +1154,7 @@ class Handler(BaseHTTPRequestHandler):
                 "authorization": self.headers.get("Authorization"),
                 "userProject": self.headers.get("x-goog-user-project"),
             })
-        fault = STATE.take_fault(method, target)
+        fault = STATE.take_fault(method, target, self.headers.get("Authorization"))
         execute = fault is None or not (fault.get("status") or fault.get("drop")) or fault.get("apply")
         reply = None
         if execute:
@@ -1169,9 +1179,15 @@ class Handler(BaseHTTPRequestHandler):
             return
         if fault and fault.get("status"):
             code = int(fault["status"])
-            reply = Reply.json(
-                error_body(code, "Injected fault %d." % code, "injected"), status=code
-            )
+            if code == 401:
+                body = error_body(code, "Invalid Credentials", "authError")
+                body["error"]["errors"][0].update(locationType="header", location="Authorization")
+                reply = Reply.json(body, status=code)
+                reply.headers["WWW-Authenticate"] = 'Bearer realm="https://accounts.google.com/"'
+            else:
+                reply = Reply.json(
+                    error_body(code, "Injected fault %d." % code, "injected"), status=code
+                )
             self._send(reply)
             return
         self._send(reply, fault)

@@ -28,12 +28,32 @@ It plays two roles:
   ``POST /v1/projects/-/serviceAccounts/EMAIL:generateAccessToken``
   (https://cloud.google.com/iam/docs/reference/credentials/rest/v1/projects.serviceAccounts/generateAccessToken):
   the caller's bearer token must be one this server issued; tokens
-  ``iam-N-EMAIL``, with ``expireTime`` an hour ahead.
+  ``iam-N-EMAIL``, with ``expireTime`` ``--lifetime`` seconds ahead.
+
+Token lifetimes: every access token is valid for ``--lifetime`` seconds
+(default 3600, what Google's endpoints give): ``expires_in`` of the OAuth
+answers (RFC 6749 section 5.1; Google's token endpoint, the metadata server and
+the STS all answer this way), and ``expireTime`` of ``generateAccessToken``,
+an RFC 3339 timestamp (Google's JSON mapping of protobuf Timestamp: "Z"
+normalised, 0, 3, 6 or 9 fractional digits,
+https://protobuf.dev/reference/protobuf/google.protobuf/#timestamp); it is
+written with ``--expire-time-digits`` fractional digits (default 0). A
+short lifetime lets tests watch clients renew before expiry, as the
+google-auth libraries do (they refresh once the token is within a few
+minutes of its expiry: google.auth.credentials.Credentials.expired and
+REFRESH_THRESHOLD in google-auth-library-python).
+
+With ``--generate-key PATH`` the server makes a new RSA key, writes its
+private half (PKCS #8 PEM, as ``private_key`` of a service-account key file
+holds it) to PATH and checks JWTs against its public half, so a test
+without crypto of its own can write a service-account key file.
 
 Test controls:
 
 * ``GET /_count``: how many tokens have been issued, as ``{"count": n}``.
 * ``GET /_log``: ``[{"path", "authorization"}]`` of the token requests.
+* ``GET /_issued``: ``{token: time}``, when each token was issued (Unix
+  seconds, the server's clock): it expires ``--lifetime`` seconds later.
 * ``POST /_advance?seconds=N``: moves the server's clock forward, so that a
   client whose injected clock jumped ahead still passes the iat/exp checks.
 * ``POST /_metadata_fail?status=N``: the next metadata token request
@@ -41,7 +61,8 @@ Test controls:
 
 Usage: token_server.py --port 0 [--public-key key.pem --kid ID --issuer EMAIL]
        [--scope SCOPE] [--client-id ID --client-secret S --refresh-token T]
-       [--audience A --subject-token T]
+       [--audience A --subject-token T] [--lifetime SECONDS]
+       [--expire-time-digits 0|3|6|9] [--generate-key PATH]
 Prints ``READY <port>`` on stdout once listening, and exits on SIGTERM or,
 when its stdin is a pipe, when that reaches EOF (the test process died
 without stopping it).
@@ -83,17 +104,19 @@ class State:
         self.metadata_fail = None
         self.port = 0
         self.tokens = set()
+        self.issued_at = {}
         self.log = []
 
     def now(self):
         with self.lock:
             return time.time() + self.clock_offset
 
-    def issue(self, prefix="tok"):
+    def issue(self, prefix="tok", suffix=""):
         with self.lock:
             self.issued += 1
-            token = "%s-%d" % (prefix, self.issued)
+            token = "%s-%d%s" % (prefix, self.issued, suffix)
             self.tokens.add(token)
+            self.issued_at[token] = time.time() + self.clock_offset
             return token
 
 
@@ -149,6 +172,28 @@ def verify_assertion(state, assertion):
         raise Refused("exp must be iat + 3600, got iat + %d" % (exp - iat))
 
 
+def rfc3339(moment, digits):
+    """``2014-10-02T15:01:23Z``, or with ``digits`` fractional digits
+    (truncated, as protobuf's Timestamp formatting does)."""
+    whole = int(moment)
+    text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+    if digits:
+        text += "." + ("%09d" % int((moment - whole) * 1e9))[:digits]
+    return text + "Z"
+
+
+def generate_key(path):
+    """Writes a new RSA private key to ``path``; returns its public key."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    with open(path, "wb") as file:
+        file.write(pem)
+    return key.public_key()
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "token_server/1"
@@ -169,7 +214,8 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def token(self, prefix="tok"):
-        return {"access_token": self.state.issue(prefix), "expires_in": 3600, "token_type": "Bearer"}
+        return {"access_token": self.state.issue(prefix), "expires_in": self.state.args.lifetime,
+                "token_type": "Bearer"}
 
     def refresh_grant(self, form):
         """The refresh-token grant; None when it holds, else the refusal."""
@@ -211,8 +257,8 @@ class Handler(BaseHTTPRequestHandler):
             request = None
         if not isinstance(request, dict) or not request.get("scope"):
             return self.reply(400, {"error": {"code": 400, "message": "scope is required", "status": "INVALID_ARGUMENT"}})
-        expiry = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.state.now() + 3600))
-        self.reply(200, {"accessToken": self.state.issue("iam") + "-" + email, "expireTime": expiry})
+        expiry = rfc3339(self.state.now() + self.state.args.lifetime, self.state.args.expire_time_digits)
+        self.reply(200, {"accessToken": self.state.issue("iam", "-" + email), "expireTime": expiry})
 
     def record(self, path):
         with self.state.lock:
@@ -230,6 +276,9 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/_log":
             with self.state.lock:
                 return self.reply(200, list(self.state.log))
+        if url.path == "/_issued":
+            with self.state.lock:
+                return self.reply(200, dict(self.state.issued_at))
         self.record(url.path)
         if url.path == "/computeMetadata/v1/":
             if self.headers.get("Metadata-Flavor") != "Google":
@@ -323,9 +372,16 @@ def main():
     parser.add_argument("--refresh-token", default="1//test-refresh-token")
     parser.add_argument("--audience", default="//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/test")
     parser.add_argument("--subject-token", default="test-subject-token")
+    parser.add_argument("--lifetime", type=int, default=3600, help="seconds every access token is valid for")
+    parser.add_argument("--expire-time-digits", type=int, choices=(0, 3, 6, 9), default=0,
+                        help="fractional digits of generateAccessToken's expireTime")
+    parser.add_argument("--generate-key", metavar="PATH",
+                        help="write a new RSA private key (PEM) to PATH and check JWTs against it")
     args = parser.parse_args()
     public_key = None
-    if args.public_key:
+    if args.generate_key:
+        public_key = generate_key(args.generate_key)
+    elif args.public_key:
         with open(args.public_key, "rb") as file:
             public_key = serialization.load_pem_public_key(file.read())
 

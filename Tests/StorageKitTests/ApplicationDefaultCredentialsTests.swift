@@ -10,44 +10,26 @@ import Transport
 /// credentials, metadata server) and, end to end, `fake_gcs.py`, whose
 /// request log shows the bearer token and quota project each request had.
 @Suite struct ApplicationDefaultCredentialsTests {
-    static let clientSecret = "test-client-secret"
-    static let refreshToken = "1//test-refresh-token"
-    static let subjectToken = "test-subject-token"
-    static let audience = "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/test"
-    static let target = "target@bucketfs-test.iam.gserviceaccount.com"
+    typealias Files = GoogleCredentialFiles
+    static let clientSecret = Files.clientSecret
+    static let refreshToken = Files.refreshToken
+    static let audience = Files.audience
+    static let target = Files.target
 
     // MARK: files of each type
 
     static func authorizedUser(_ server: TokenServer, refreshToken: String = refreshToken, quota: String? = nil) -> [String: Any] {
-        var object: [String: Any] = [
-            "type": "authorized_user", "client_id": "test-client.apps.googleusercontent.com",
-            "client_secret": clientSecret, "refresh_token": refreshToken, "token_uri": server.tokenURI,
-        ]
-        if let quota { object["quota_project_id"] = quota }
-        return object
-    }
-
-    static func impersonationURL(_ server: TokenServer) -> String {
-        "\(server.base)/v1/projects/-/serviceAccounts/\(target):generateAccessToken"
+        Files.authorizedUser(base: server.base, refreshToken: refreshToken, quota: quota)
     }
 
     static func externalAccount(
         _ server: TokenServer, source: [String: Any], impersonate: Bool = false, quota: String? = nil
     ) -> [String: Any] {
-        var object: [String: Any] = [
-            "type": "external_account", "audience": audience,
-            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
-            "token_url": "\(server.base)/sts", "credential_source": source,
-        ]
-        if impersonate { object["service_account_impersonation_url"] = impersonationURL(server) }
-        if let quota { object["quota_project_id"] = quota }
-        return object
+        Files.externalAccount(base: server.base, source: source, impersonate: impersonate, quota: quota)
     }
 
     static func write(_ object: [String: Any], _ fixture: Fixture, name: String) throws -> String {
-        let url = fixture.directory.appendingPathComponent(name)
-        try JSONSerialization.data(withJSONObject: object).write(to: url)
-        return url.path
+        try Files.write(object, to: fixture.directory.appendingPathComponent(name).path)
     }
 
     /// Every supported type, with the bearer token storage must see.
@@ -64,25 +46,16 @@ import Transport
             case .authorizedUser:
                 return try tests.write(tests.authorizedUser(server, quota: quota), fixture, name: "user.json")
             case .externalFile:
-                let subject = fixture.directory.appendingPathComponent("subject.txt")
-                try Data("\(tests.subjectToken)\n".utf8).write(to: subject)
+                let source = try GoogleCredentialFiles.fileSource(in: fixture.directory.path)
                 return try tests.write(
-                    tests.externalAccount(server, source: ["file": subject.path], quota: quota), fixture, name: "ext.json")
+                    tests.externalAccount(server, source: source, quota: quota), fixture, name: "ext.json")
             case .externalURLImpersonated:
-                let source: [String: Any] = [
-                    "url": "\(server.base)/subject", "headers": ["X-Test-Subject": "yes"],
-                    "format": ["type": "json", "subject_token_field_name": "token"],
-                ]
+                let source = GoogleCredentialFiles.urlSource(base: server.base)
                 return try tests.write(
                     tests.externalAccount(server, source: source, impersonate: true, quota: quota), fixture, name: "ext-url.json")
             case .impersonatedServiceAccount:
-                let object: [String: Any] = [
-                    "type": "impersonated_service_account",
-                    "service_account_impersonation_url": tests.impersonationURL(server),
-                    "source_credentials": tests.authorizedUser(server), "delegates": [String](),
-                    "quota_project_id": quota,
-                ]
-                return try tests.write(object, fixture, name: "imp.json")
+                return try tests.write(
+                    GoogleCredentialFiles.impersonatedServiceAccount(base: server.base, quota: quota), fixture, name: "imp.json")
             }
         }
 

@@ -397,10 +397,11 @@ final class TokenServer: Sendable {
     var base: String { "http://127.0.0.1:\(port)" }
     var tokenURI: String { "\(base)/token" }
 
-    /// Starts the server for `fixture`'s account. The Python comes from
+    /// Starts the server for `fixture`'s account, with `extra` options
+    /// (`--lifetime 8`, …). The Python comes from
     /// BUCKETFS_TEST_PYTHON (the test venv, which has `cryptography`); a
     /// missing one is a failure with instructions, never a skip.
-    static func start(_ fixture: Fixture) throws -> TokenServer {
+    static func start(_ fixture: Fixture, arguments extra: [String] = []) throws -> TokenServer {
         guard let python = ProcessInfo.processInfo.environment["BUCKETFS_TEST_PYTHON"], !python.isEmpty else {
             throw NotStarted(description: "BUCKETFS_TEST_PYTHON is not set: run scripts/test.sh")
         }
@@ -412,7 +413,7 @@ final class TokenServer: Sendable {
         process.arguments = [
             script.path, "--port", "0", "--public-key", fixture.publicKeyURL.path,
             "--kid", CredentialsTests.keyID, "--issuer", CredentialsTests.email,
-        ]
+        ] + extra
         let output = Pipe()
         let input = Pipe()
         process.standardOutput = output
@@ -464,6 +465,13 @@ final class TokenServer: Sendable {
         let response = try await transport.send(HTTPRequest(method: .get, url: "\(base)/_log", isIdempotent: true))
         let entries = try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]] ?? []
         return entries.map { ($0["path"] as? String ?? "", $0["authorization"] as? String) }
+    }
+
+    /// When each token was issued, by the server's clock (token_server.py's `/_issued`).
+    func issued() async throws -> [String: Date] {
+        let response = try await transport.send(HTTPRequest(method: .get, url: "\(base)/_issued", isIdempotent: true))
+        let times = try JSONSerialization.jsonObject(with: response.body) as? [String: Double] ?? [:]
+        return times.mapValues { Date(timeIntervalSince1970: $0) }
     }
 
     func failNextMetadataRequest(status: Int) async throws {

@@ -6,9 +6,11 @@ import Transport
 struct AccessToken: Sendable {
     let value: String
     let expiresAt: Date
-    /// How long it was valid for when issued, when known: a short-lived
-    /// token is renewed once a quarter of its life remains, not 5 minutes
-    /// before the end (which would be never, or at every call).
+    /// How long it was valid for when it arrived (`expires_in`, or
+    /// `expireTime` less the time of the request; a metadata server's
+    /// `expires_in` counts what is left of a token it caches), when known:
+    /// a short-lived token is renewed once a quarter of its life remains,
+    /// not 5 minutes before the end (which would be at every call).
     var lifetime: TimeInterval?
 }
 
@@ -103,8 +105,10 @@ enum TokenResponse {
             throw .invalidTokenResponse(endpoint: endpoint, status: response.status, message: "no positive expires_in in the answer")
         }
         // Counted from when the request was sent: the server's clock starts
-        // no earlier, so the token never outlives our estimate.
-        return AccessToken(value: value, expiresAt: requestedAt.addingTimeInterval(lifetime))
+        // no earlier, so the token never outlives our estimate. The
+        // lifetime goes with it: without it the cache's 5-minute margin
+        // made a token shorter than that fetched anew at every call.
+        return AccessToken(value: value, expiresAt: requestedAt.addingTimeInterval(lifetime), lifetime: lifetime)
     }
 
     /// `error: error_description` of an OAuth2 error body, else the start

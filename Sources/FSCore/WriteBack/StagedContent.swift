@@ -75,13 +75,14 @@ final class StagedContent: Sendable {
         for task in tasks { _ = await task.value }
     }
 
-    /// The content is cut to `size`: base bytes past it are forgotten.
-    func truncate(to size: Int64) throws(FSError) {
+    /// The content is about to be cut to `size`: base bytes at or past it
+    /// are no longer the content's and are never fetched (the caller waits
+    /// for the fetches in flight, then truncates the file).
+    func forgetBase(from size: Int64) {
         blocks.withLock { b in
             b.limit = min(b.limit, size)
             b.present = b.present.filter { $0 * blockSize < b.limit }
         }
-        try file.truncate(to: size)
     }
 
     /// Every byte is local (an upload or a copy stored it as the new base):

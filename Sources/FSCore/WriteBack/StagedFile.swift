@@ -247,7 +247,10 @@ final class StagedFile: Sendable {
     /// (its last release finished: the change must go to the object).
     @discardableResult
     func truncate(to newSize: Int64, now: Timestamp, launch: Launch) async throws(FSError) -> Bool {
-        // Fetches in flight would write base bytes back past the new end.
+        // Base bytes past the new end are forgotten first, so that no fetch
+        // starts past it; those in flight are waited for (they would write
+        // base bytes back past the new end).
+        content.forgetBase(from: newSize)
         await content.waitForFetches()
         let changed = transition({ s -> (Bool?, [WriteBack.Action]) in
             guard let actions = s.writeBack.truncated(from: s.size, to: newSize) else { return (nil, []) }
@@ -257,7 +260,7 @@ final class StagedFile: Sendable {
             return (true, actions)
         }, launch: launch).result
         guard let changed else { return false }
-        if changed { try content.truncate(to: newSize) }
+        if changed { try file.truncate(to: newSize) }
         return true
     }
 

@@ -133,21 +133,18 @@ extension FileSystem {
     /// `path`), as one page; after `head` (its first page) when given.
     func wholeListing(of listed: String, path: String, after head: ListPage? = nil) async throws(FSError) -> ListPage {
         var whole = head ?? ListPage(prefixes: [], items: [])
-        var token = head?.nextPageToken
+        let token = head?.nextPageToken
         whole.nextPageToken = nil
         if head != nil && token == nil { return whole }
-        repeat {
-            let page: ListPage
-            do {
-                page = try await store.list(prefix: listed, pageToken: token, maxResults: Self.listPageSize)
-            } catch {
-                throw failure(error, during: .list, "list", path + "/")
+        do {
+            try await store.listPages(prefix: listed, after: token, maxResults: Self.listPageSize) { page in
+                whole.prefixes += page.prefixes
+                whole.items += page.items
+                whole.placeholders.merge(page.placeholders) { _, later in later }
             }
-            whole.prefixes += page.prefixes
-            whole.items += page.items
-            whole.placeholders.merge(page.placeholders) { _, later in later }
-            token = page.nextPageToken
-        } while token != nil
+        } catch {
+            throw failure(error, during: .list, "list", path + "/")
+        }
         return whole
     }
 

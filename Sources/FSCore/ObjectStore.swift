@@ -12,6 +12,12 @@ public protocol ObjectStore: Sendable {
     /// and owner), when the listings carry metadata.
     func list(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ListPage
 
+    /// Every page of that listing after the one that returned `pageToken`
+    /// (from the first when nil), handed to `each` in order. A store may
+    /// request the next page while `each` (and its own parsing) works on
+    /// this one; the default asks page after page (`list`).
+    func listPages(prefix: String, after pageToken: String?, maxResults: Int, _ each: (ListPage) -> Void) async throws(StoreError)
+
     /// Whether `listFlat` works (a store that cannot list without a
     /// delimiter says false; the file system then lists directory by
     /// directory).
@@ -60,6 +66,17 @@ public protocol ObjectStore: Sendable {
 
 extension ObjectStore {
     public var capabilities: StoreCapabilities { .full }
+
+    public func listPages(
+        prefix: String, after pageToken: String?, maxResults: Int, _ each: (ListPage) -> Void
+    ) async throws(StoreError) {
+        var token = pageToken
+        repeat {
+            let page = try await list(prefix: prefix, pageToken: token, maxResults: maxResults)
+            each(page)
+            token = page.nextPageToken
+        } while token != nil
+    }
 }
 
 /// Where a store falls short of the Cloud Storage JSON API, so the core

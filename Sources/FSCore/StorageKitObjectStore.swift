@@ -21,7 +21,21 @@ public struct StorageKitObjectStore: ObjectStore {
 
     public func list(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ListPage {
         let listed = storage.reference().child(prefix)
-        let result = try await Self.run { try await listed.listPage(maxResults: Int64(maxResults), pageToken: pageToken) }
+        return Self.page(try await Self.run { try await listed.listPage(maxResults: Int64(maxResults), pageToken: pageToken) }, of: prefix)
+    }
+
+    /// Pipelined: each page is requested before the previous one is parsed
+    /// (`StorageReference.listPages`).
+    public func listPages(
+        prefix: String, after pageToken: String?, maxResults: Int, _ each: (ListPage) -> Void
+    ) async throws(StoreError) {
+        let listed = storage.reference().child(prefix)
+        try await Self.run {
+            try await listed.listPages(after: pageToken, maxResults: Int64(maxResults)) { each(Self.page($0, of: prefix)) }
+        }
+    }
+
+    private static func page(_ result: StorageListResult, of prefix: String) -> ListPage {
         // v0 listings name their items only (`capabilities`).
         let items = result.itemMetadata.count == result.items.count
             ? result.itemMetadata.map(Self.info)
@@ -29,7 +43,7 @@ public struct StorageKitObjectStore: ObjectStore {
         return ListPage(
             prefixes: result.prefixes.map { $0.fullPath + "/" },
             items: items,
-            placeholders: result.placeholderMetadata.filter { $0.key != prefix }.mapValues(Self.info),
+            placeholders: result.placeholderMetadata.filter { $0.key != prefix }.mapValues(info),
             nextPageToken: result.pageToken)
     }
 

@@ -70,12 +70,7 @@ extension StorageReference {
     /// Every prefix and item below this reference, following all pages.
     public func listAll() async throws -> StorageListResult {
         var pages: [StorageListResult] = []
-        var token: String?
-        repeat {
-            let page = try await listPage(maxResults: 1000, pageToken: token)
-            pages.append(page)
-            token = page.pageToken
-        } while token != nil
+        try await listPages(after: nil) { pages.append($0) }
         return StorageListResult(merging: pages)
     }
 
@@ -86,10 +81,53 @@ extension StorageReference {
     public func listPage(
         maxResults: Int64, pageToken: String?, includeTrailingDelimiter: Bool = true
     ) async throws -> StorageListResult {
+        try checkListing(maxResults: maxResults)
+        let response = try await fetchListPage(maxResults: maxResults, pageToken: pageToken, includeTrailingDelimiter)
+        return try parseListPage(response)
+    }
+
+    /// Every page of the listing after the one that returned `pageToken`
+    /// (from the first when nil), handed to `each` in order. Each page is
+    /// requested as soon as the previous answer's `nextPageToken` is read
+    /// from its raw body (`JSONScan`), before that body is parsed, so the
+    /// server builds the next page while this process parses the current
+    /// one: one page ahead at most, whatever `each` does.
+    public func listPages(
+        after pageToken: String?, maxResults: Int64 = 1000, includeTrailingDelimiter: Bool = true,
+        _ each: (StorageListResult) throws -> Void
+    ) async throws {
+        try checkListing(maxResults: maxResults)
+        let fetch = { @Sendable (token: String?) in
+            Task { try await self.fetchListPage(maxResults: maxResults, pageToken: token, includeTrailingDelimiter) }
+        }
+        var next: Task<HTTPResponse, any Error>? = fetch(pageToken)
+        defer { next?.cancel() }
+        while let current = next {
+            let response = try await current.value
+            let guessed: String? = switch JSONScan.topLevelString("nextPageToken", in: response.body) {
+            case .found(let token) where !token.isEmpty: token
+            case .found, .absent, .unknown: nil
+            }
+            next = guessed.map(fetch)
+            let page = try parseListPage(response)
+            // The scan only reads ahead; the parsed page decides (an escaped
+            // or unreadable token is requested after the parse).
+            if page.pageToken != guessed {
+                next?.cancel()
+                next = page.pageToken.map(fetch)
+            }
+            try each(page)
+        }
+    }
+
+    private func checkListing(maxResults: Int64) throws {
         try path.validateForListing()
         guard (1...1000).contains(maxResults) else {
             throw StorageError.invalidArgument("maxResults must be between 1 and 1000, not \(maxResults)")
         }
+    }
+
+    private func fetchListPage(maxResults: Int64, pageToken: String?, _ includeTrailingDelimiter: Bool) async throws -> HTTPResponse {
         let api = self.api
         let prefix = path.isRoot ? nil : fullPath + "/"
         let trailing = includeTrailingDelimiter && api.dialect == .jsonAPI
@@ -98,9 +136,11 @@ extension StorageReference {
             ("pageToken", pageToken), ("includeTrailingDelimiter", trailing ? "true" : nil),
             ("fields", api.listingFields(prefixes: true)),
         ])
-        let response = try await api.send(HTTPRequest(method: .get, url: url, isIdempotent: true), object: nil)
-        return try StorageListResult(
-            response: ObjectAPI.json(response), listing: self, itemsCarryMetadata: api.dialect == .jsonAPI)
+        return try await api.send(HTTPRequest(method: .get, url: url, isIdempotent: true), object: nil)
+    }
+
+    private func parseListPage(_ response: HTTPResponse) throws -> StorageListResult {
+        try StorageListResult(response: ObjectAPI.json(response), listing: self, itemsCarryMetadata: api.dialect == .jsonAPI)
     }
 
     /// One page of at most `maxResults` (1–1000) objects whose names start

@@ -41,6 +41,11 @@ import Transport
         #expect(all.prefixes.map(\.name).sorted() == ["explicit", "sub"])
     }
 
+    @Test func pipelinedPagesAreThePagesOneAfterAnother() async throws {
+        try await raw.seedListingExample()
+        try await expectPipelinedPagesMatchListPages(storage)
+    }
+
     @Test func updateMetadataMergesCustomKeysAndChangesOnlyWhatWasGiven() async throws {
         try await raw.put("forest.jpg", Data("jpg".utf8), contentType: "image/jpeg", metadata: ["keep": "1", "drop": "2"])
         let ref = storage.reference().child("forest.jpg")

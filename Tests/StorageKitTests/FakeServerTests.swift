@@ -33,6 +33,11 @@ import Transport
         await #expect(throws: StorageError.self) { _ = try await storage.reference().list(maxResults: 0) }
     }
 
+    @Test func pipelinedPagesAreThePagesOneAfterAnother() async throws {
+        try await raw.seedListingExample()
+        try await expectPipelinedPagesMatchListPages(storage)
+    }
+
     // Checks semantics.md#shows-caching
     @Test func listingsAskOnlyForTheFieldsMetadataReadsAndLoseNone() async throws {
         let ref = storage.reference().child("meta/full.txt")

@@ -150,6 +150,30 @@ struct RawGCS {
     }
 }
 
+/// `listPages` (each page requested before the previous one is parsed)
+/// gives exactly the pages that `list` gives one after another, also when
+/// an item's custom metadata has a key named like the page token: its
+/// value must never be taken for the next page's.
+func expectPipelinedPagesMatchListPages(_ storage: Storage) async throws {
+    let tricky = StorageMetadata()
+    tricky.customMetadata = ["nextPageToken": "not-a-token"]
+    _ = try await storage.reference().child("dir/item-07b").putDataAsync(Data("t".utf8), metadata: tricky)
+    let listed = storage.reference().child("dir")
+    let stepwise = try await listed.pages(maxResults: 4)
+    var pipelined: [StorageListResult] = []
+    try await listed.listPages(after: nil, maxResults: 4) { pipelined.append($0) }
+    #expect(stepwise.count >= 5)
+    #expect(pipelined.map { $0.items.map(\.name) } == stepwise.map { $0.items.map(\.name) })
+    #expect(pipelined.map { $0.prefixes.map(\.name) } == stepwise.map { $0.prefixes.map(\.name) })
+    #expect(pipelined.map(\.pageToken) == stepwise.map(\.pageToken))
+    #expect(pipelined.flatMap(\.items).contains { $0.name == "item-07b" })
+    // From a page token on: the rest of the pages.
+    let second = try #require(stepwise.first?.pageToken)
+    var rest: [StorageListResult] = []
+    try await listed.listPages(after: second, maxResults: 4) { rest.append($0) }
+    #expect(rest.map { $0.items.map(\.name) } == stepwise.dropFirst().map { $0.items.map(\.name) })
+}
+
 extension StorageReference {
     /// Every page of this listing, `maxResults` at a time, in order (at
     /// most `limit` pages, so a server that never ends cannot hang a test).

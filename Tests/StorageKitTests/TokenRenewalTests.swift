@@ -103,7 +103,15 @@ import Transport
     // _helpers.REFRESH_THRESHOLD; the Go and Java libraries likewise).
     // Tokens of 8 s here (expires_in, or expireTime with nanoseconds for
     // IAM, as protobuf's Timestamp may be written), asked for every 100 ms
-    // for 20 s with the real clock: the bounds are counts, not timings.
+    // with the real clock for at least 20 s and 150 calls.
+    //
+    // The test process is shared with the mount tests, whose blocking waits
+    // can starve the cooperative pool for seconds (a fresh clone's CI run
+    // saw a single call in 20 s), so nothing here assumes the calls came on
+    // time: a call after a long gap rightly fetches a new token, so "renewed
+    // before its predecessor expired" is judged only where consecutive calls
+    // came within a second of each other, and at least one renewal must be
+    // judged so.
     @Test(arguments: Kind.allCases)
     func eachProviderRenewsItsShortLivedTokenBeforeItExpires(kind: Kind) async throws {
         let lifetime = 8.0
@@ -113,41 +121,46 @@ import Transport
         let credentials = try CredentialsFile.load(
             try kind.file(server, fixture, quota: "q"), transport: fixture.transport)
         var calls: [(header: String, end: Date)] = []
-        let until = Date().addingTimeInterval(20)
-        while Date() < until {
+        // The clock starts once the first token is there (the server may be
+        // slow to answer its first request).
+        calls.append((try await credentials.authorizationHeader() ?? "", Date()))
+        let started = Date()
+        while Date().timeIntervalSince(started) < 20 || calls.count < 150, Date().timeIntervalSince(started) < 120 {
+            try await Task.sleep(for: .milliseconds(100))
             let header = try await credentials.authorizationHeader() ?? ""
             calls.append((header, Date()))
-            try await Task.sleep(for: .milliseconds(100))
         }
         let (path, prefix) = Self.issuer(kind)
         #expect(calls.allSatisfy { $0.header.hasPrefix(prefix) }, "\(calls.map(\.header))")
         var tokens: [String] = []
         for call in calls where tokens.last != call.header { tokens.append(call.header) }
         #expect(Set(tokens).count == tokens.count, "a token came back after its successor: \(tokens)")
-        // Renewed (more than one token in 20 s), but not at every call:
-        // about one token per 6 s.
-        #expect((2...6).contains(tokens.count), "\(tokens.count) tokens for \(calls.count) calls: \(tokens)")
+        // Renewed, but not at every call.
+        #expect(tokens.count >= 2, "\(tokens.count) tokens for \(calls.count) calls: \(tokens)")
+        #expect(tokens.count * 3 <= calls.count, "\(tokens.count) tokens for \(calls.count) calls: \(tokens)")
         let fetches = try await server.log().filter { $0.path.hasSuffix(path) }.count
         #expect(fetches == tokens.count, "every token fetched was used, none twice")
-        for token in tokens.dropLast() {
-            #expect(calls.filter { $0.header == token }.count >= 3, "\(token) reused")
-        }
-        // Each successor was fetched before its predecessor expired
-        // (`lifetime` seconds after the server issued it; same machine,
-        // same clock), and no call returned a token after it expired.
+        // No call returned a token after it expired (`lifetime` seconds
+        // after the server issued it; same machine, same clock), and a
+        // successor asked for without a gap was fetched before its
+        // predecessor expired.
         let issued = try await server.issued()
         let expiries = try tokens.map { token in
             let issuedAt = try #require(issued[String(token.dropFirst("Bearer ".count))], "\(token) not issued? \(issued)")
             return issuedAt.addingTimeInterval(lifetime)
         }
+        var judged = 0
         for (index, token) in tokens.enumerated() {
             let last = try #require(calls.last { $0.header == token })
             #expect(last.end < expiries[index], "\(token) returned \(last.end.timeIntervalSince(expiries[index])) s after it expired")
-            if index > 0 {
-                let renewedAt = expiries[index].addingTimeInterval(-lifetime)
-                #expect(renewedAt < expiries[index - 1], "\(token) fetched \(renewedAt.timeIntervalSince(expiries[index - 1])) s after \(tokens[index - 1]) expired")
-            }
+            guard index > 0, let first = calls.firstIndex(where: { $0.header == token }), first > 0,
+                  calls[first].end.timeIntervalSince(calls[first - 1].end) < 1
+            else { continue }
+            judged += 1
+            let renewedAt = expiries[index].addingTimeInterval(-lifetime)
+            #expect(renewedAt < expiries[index - 1], "\(token) fetched \(renewedAt.timeIntervalSince(expiries[index - 1])) s after \(tokens[index - 1]) expired")
         }
+        #expect(judged >= 1, "no renewal came between calls less than a second apart: \(calls.count) calls")
     }
 
     // MARK: parsing of the lifetimes

@@ -269,19 +269,23 @@ enum Posix {
     static func within(_ timeout: Duration, _ call: @escaping @Sendable () -> Int32) async -> (Outcome, Duration)? {
         final class Box: @unchecked Sendable {
             let lock = NSLock()
-            var outcome: Outcome?
+            var outcome: (Outcome, ContinuousClock.Instant)?
         }
         let box = Box()
         let started = ContinuousClock.now
+        // The time is taken on the calling thread when the call returns, not
+        // when this task next looks: other tests' blocking waits can keep a
+        // task of the cooperative pool from running for seconds.
         let thread = Thread {
             let rc = call()
             let code = rc == -1 ? errno : 0
-            box.lock.withLock { box.outcome = Outcome(rc: rc, code: code) }
+            let ended = ContinuousClock.now
+            box.lock.withLock { box.outcome = (Outcome(rc: rc, code: code), ended) }
         }
         thread.start()
         let deadline = started + timeout
         while ContinuousClock.now < deadline {
-            if let outcome = box.lock.withLock({ box.outcome }) { return (outcome, ContinuousClock.now - started) }
+            if let (outcome, ended) = box.lock.withLock({ box.outcome }) { return (outcome, ended - started) }
             try? await Task.sleep(for: .milliseconds(20))
         }
         return nil

@@ -85,6 +85,29 @@ struct ListingPathTests {
     }
 
     // Checks semantics.md#shows-tree-walks
+    @Test func aWalkLargerThanTheListingCacheKeepsItsRootListed() async throws {
+        // 12,000 objects against 8,000 cached entries: the listings the
+        // walk stores push out older ones, but not the root's, which
+        // answers the lookup of each subdirectory (no probe, no listing of
+        // a directory on its own).
+        let h = try Harness(options: MountOptions(uid: 1000, gid: 1000, statCacheCapacity: 8_000))
+        var names: Set<String> = []
+        for a in 0..<60 { for b in 0..<200 {
+            let name = "m/d\(String(format: "%02d", a))/f\(String(format: "%03d", b))"
+            h.store.seed(name, bytes(1))
+            names.insert(name)
+        } }
+        let m = try await h.lookup("m")
+        h.store.resetCounters()
+        #expect(try await find(h, m.attributes.inode, "m") == names)
+        // d00 on its own; the walk from d01: a first page of five
+        // directories (d05 read on from its last name), then 14 ranges of
+        // four.
+        #expect(h.store.requestCount(.stat) == 0 && h.store.requestCount(.list) == 1)
+        #expect(h.store.requestCount(.listFlat) == 16)
+    }
+
+    // Checks semantics.md#shows-tree-walks
     @Test func aStoreThatIgnoresListingOffsetsIsWalkedWithoutRanges() async throws {
         /// Flat listings that ignore startOffset and endOffset, like the
         /// Python emulator's.

@@ -26,8 +26,9 @@ import Foundation
 ///
 /// A change this mount makes below a walk's root ends the walk (its pages
 /// were read before the change; `amendListing`), as does a failed page. A
-/// server that ignores the ranges' offsets ends the walk too, and later
-/// walks of this mount read one range each (the whole root, page after page).
+/// server that ignores the ranges' offsets is noticed on a walk's first
+/// page: that walk and later ones read one range each (the whole root,
+/// page after page).
 extension FileSystem {
     /// Pages one opendir may read from a walk before listing on its own.
     static let walkPagesPerOpen = 3
@@ -140,8 +141,8 @@ extension FileSystem {
             if outcome.offsetsIgnored {
                 logger.debug("the server ignores listing offsets; walking without ranges", metadata: ["prefix": "\(root)"])
                 s.listingOffsetsIgnored = true
-                return
             }
+            if outcome.ended { return }
             for (listed, listing) in outcome.listings { keepListing(listed, listing, &s) }
             guard !active.schedule.finished else { return }
             start(outcome.requests, of: root, &active)

@@ -30,8 +30,9 @@
 /// wait for a free slot.
 ///
 /// A server that ignores the offsets returns names before a range's start:
-/// `pageRead` says so, and the owner ends the walk and walks without
-/// ranges from then on (one range, the whole root, as before).
+/// `pageRead` says so, the walk goes on as one range over the whole root
+/// (what the server listed), and the owner walks without ranges from then
+/// on (as before ranges).
 ///
 /// A pure value: its events return the requests to make, which the owner
 /// (`FileSystem`) makes outside its lock and feeds back as `pageRead`.
@@ -52,6 +53,9 @@ struct WalkSchedule: Sendable {
         var requests: [Request] = []
         /// The server returned names outside the range it was asked for.
         var offsetsIgnored = false
+        /// The walk cannot go on (offsets ignored after a split): the
+        /// owner drops it.
+        var ended = false
     }
 
     /// One key range: the subdirectories children[first..<end] (and the
@@ -77,7 +81,7 @@ struct WalkSchedule: Sendable {
     /// The root's subdirectories (listed prefixes), in name (UTF-8 byte) order.
     let children: [String]
     /// Whether requests carry offsets (false: one range, the whole root).
-    let splits: Bool
+    private(set) var splits: Bool
     let maxInFlight: Int
     let lookahead: Int
     private let childIndex: [String: Int]
@@ -180,7 +184,15 @@ struct WalkSchedule: Sendable {
             page.objects.contains(where: { $0.name.utf8.starts(with: root.utf8) && $0.name.utf8.lexicographicallyPrecedes(start.utf8) })
         {
             outcome.offsetsIgnored = true
-            return outcome
+            // The first request, without end or token: the server listed
+            // the root from its first name, which is the first page of a
+            // walk without ranges; go on as one.
+            guard ranges.count == 1, ranges[i].walk.pagesRead == 0, ranges[i].endOffset == nil else {
+                outcome.ended = true
+                return outcome
+            }
+            splits = false
+            ranges[i] = Range(id: ranges[i].id, walk: TreeWalk(root: root), first: 0, end: children.count, wanted: ranges[i].wanted)
         }
         outcome.listings = ranges[i].walk.consume(page, readAt: readAt)
         if splits && ranges[i].walk.pagesRead == 1 && !ranges[i].walk.finished { split(i) }

@@ -86,8 +86,20 @@ struct WalkScheduleTests {
     @Test func aServerThatIgnoresOffsetsIsNoticed() {
         var schedule = WalkSchedule(root: "t/", children: children, opened: "t/d2/", splits: true)
         _ = schedule.opened("t/d2/")
-        let outcome = schedule.pageRead(0, page(["t/d0/a", "t/d1/a", "t/d2/a"], token: "x"), readAt: .zero)
-        #expect(outcome.offsetsIgnored && outcome.listings.isEmpty)
+        var outcome = schedule.pageRead(0, page(["t/d0/a", "t/d1/a", "t/d2/a"], token: "x"), readAt: .zero)
+        // The root from its first name: a walk without ranges goes on.
+        #expect(outcome.offsetsIgnored && !outcome.ended && !schedule.splits)
+        #expect(outcome.listings.map(\.0) == ["t/d0/", "t/d1/"] && outcome.requests.isEmpty)
+        #expect(schedule.demand("t/d2/") == (.wait(range: 0), [Request(range: 0, startOffset: nil, endOffset: nil, pageToken: "x")]))
+        outcome = schedule.pageRead(0, page(["t/d5/a"]), readAt: .zero)
+        #expect(outcome.listings.map(\.0) == ["t/d2/", "t/d5/", "t/"] && schedule.finished)
+        // After a split, a range whose offsets are ignored ends the walk.
+        var split = WalkSchedule(root: "t/", children: children, opened: "t/d1/", splits: true)
+        _ = split.opened("t/d1/")
+        _ = split.pageRead(0, page(["t/d1/a"], token: "t/d1/a"), readAt: .zero)
+        #expect(split.rangeCount == 5)
+        outcome = split.pageRead(1, page(["t/d0/a", "t/d2/a"]), readAt: .zero)
+        #expect(outcome.offsetsIgnored && outcome.ended)
         // Without offsets: the whole root, page after page, as before.
         var whole = WalkSchedule(root: "t/", children: children, opened: "t/d2/", splits: false)
         #expect(whole.opened("t/d2/") == [Request(range: 0, startOffset: nil, endOffset: nil, pageToken: nil)])

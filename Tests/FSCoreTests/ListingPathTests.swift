@@ -85,6 +85,7 @@ struct ListingPathTests {
     }
 
     // Checks semantics.md#shows-tree-walks
+    // Checks semantics.md#shows-caching
     @Test func aWalkLargerThanTheListingCacheKeepsItsRootListed() async throws {
         // 12,000 objects against 8,000 cached entries: the listings the
         // walk stores push out older ones, but not the root's, which

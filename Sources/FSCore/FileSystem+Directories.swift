@@ -116,8 +116,12 @@ extension FileSystem {
             return ListingCache.Listing(whole, readAt: started)
         }
         let (cached, head) = state.withLock { s -> (ListingCache.Listing?, ListingHead?) in
-            if !path.isEmpty { noteSubdirectoryOpened(listed, parent: PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path)), &s) }
-            if let cached = s.listings[listed], started - cached.readAt < ttl { return (cached, nil) }
+            let cached = s.listings[listed].flatMap { started - $0.readAt < ttl ? $0 : nil }
+            if !path.isEmpty {
+                let parent = PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path))
+                noteSubdirectoryOpened(listed, parent: parent, listed: cached != nil, &s)
+            }
+            if let cached { return (cached, nil) }
             let head = s.listingHeads.removeValue(forKey: listed)
             return (nil, head.flatMap { started - $0.readAt < ttl ? $0 : nil })
         }
@@ -276,7 +280,7 @@ extension FileSystem {
         }
         s.listings.amend(listed, object: objectName(path), cacheChange)
         s.listingHeads[listed] = nil
-        if !s.walks.isEmpty { s.walks = s.walks.filter { !$0.value.walk.contains(listed) } }
+        if !s.walks.isEmpty { s.walks = s.walks.filter { !$0.value.schedule.contains(listed) } }
     }
 
     /// What a cached listing of `path`'s directory says `path` is: a

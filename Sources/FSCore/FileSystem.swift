@@ -53,9 +53,13 @@ public final class FileSystem: FileSystemOperations {
         /// Recent full listings by listed prefix, reused by opendir within
         /// statTTL (as attributes are), so a second `ls -l` asks nothing.
         var listings: ListingCache
-        /// Subtrees being listed flat (`TreeWalk`), by the root's listed prefix.
+        /// Subtrees being listed flat (`TreeWalk`, `WalkSchedule`), by the
+        /// root's listed prefix.
         var walks: [String: ActiveWalk] = [:]
         var nextWalkID: UInt64 = 0
+        /// The server returned names outside a walk's key range: walks
+        /// list whole subtrees, without offsets, from then on.
+        var listingOffsetsIgnored = false
         /// First pages of listings read by lookups' probes, by listed
         /// prefix, so the opendir that follows goes on from the second.
         var listingHeads: [String: ListingHead] = [:]
@@ -70,11 +74,11 @@ public final class FileSystem: FileSystemOperations {
         var directoryTimes: [UInt64: Timestamp] = [:]
     }
 
-    /// A `TreeWalk` under way and its page request in flight.
+    /// A walk under way and its page requests in flight, by range.
     struct ActiveWalk: Sendable {
         let id: UInt64
-        var walk: TreeWalk
-        var fetch: Task<Void, Never>?
+        var schedule: WalkSchedule
+        var fetches: [Int: Task<Void, Never>] = [:]
     }
 
     /// The first page of a listing that has more.

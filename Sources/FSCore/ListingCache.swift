@@ -8,7 +8,8 @@
 ///
 /// Bounded by the total number of entries over all listings (and by a
 /// number of listings): when a new listing would pass either, the least
-/// recently stored ones go first. A listing larger than the whole budget is
+/// recently stored ones go first (a listing counts as stored again when a
+/// subdirectory of it is opened). A listing larger than the whole budget is
 /// not kept at all.
 struct ListingCache: Sendable {
     struct Listing: Sendable {
@@ -122,10 +123,14 @@ struct ListingCache: Sendable {
     }
 
     /// Counts an opendir of a subdirectory of `listed`; returns how many
-    /// were counted before this one (nil when no listing is kept).
+    /// were counted before this one (nil when no listing is kept). The
+    /// listing becomes the most recent: a directory being walked answers
+    /// the lookups of its subdirectories from it, and a walk of a million
+    /// objects stores (and evicts) far more listings while it lasts.
     mutating func countOpenedSubdirectory(of listed: String) -> Int? {
         guard let before = listings[listed]?.subdirectoriesOpened else { return nil }
         listings[listed]!.subdirectoriesOpened = before + 1
+        order.touch(listed)
         return before
     }
 

@@ -27,8 +27,16 @@ public protocol ObjectStore: Sendable {
     /// delimiter: placeholders (`dir/`) and names no file can have
     /// included, in name order (UTF-8 bytes), so all names below any
     /// prefix come one after another. The file system walks a subtree
-    /// with it (`TreeWalk`).
-    func listFlat(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ObjectPage
+    /// with it (`TreeWalk`). `startOffset` and `endOffset` (the JSON API's
+    /// parameters of the same names) keep the names in
+    /// [startOffset, endOffset): a walk lists key ranges of one subtree
+    /// side by side (`WalkSchedule`). A server may ignore them (the Python
+    /// emulator does); the walk notices the names outside and falls back
+    /// to one sequential listing. A page token continues the listing it
+    /// came from, so a request with one repeats that listing's offsets.
+    func listFlat(
+        prefix: String, startOffset: String?, endOffset: String?, pageToken: String?, maxResults: Int
+    ) async throws(StoreError) -> ObjectPage
 
     /// The object's current metadata.
     func stat(_ name: String) async throws(StoreError) -> ObjectInfo
@@ -203,8 +211,15 @@ extension ObjectStore {
     /// directory.
     public var supportsFlatListing: Bool { false }
 
-    public func listFlat(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ObjectPage {
+    public func listFlat(
+        prefix: String, startOffset: String?, endOffset: String?, pageToken: String?, maxResults: Int
+    ) async throws(StoreError) -> ObjectPage {
         throw .invalidArgument("this store cannot list without a delimiter")
+    }
+
+    /// The whole flat listing of `prefix`, page by page (no offsets).
+    public func listFlat(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ObjectPage {
+        try await listFlat(prefix: prefix, startOffset: nil, endOffset: nil, pageToken: pageToken, maxResults: maxResults)
     }
 }
 

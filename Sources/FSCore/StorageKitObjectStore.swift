@@ -50,9 +50,14 @@ public struct StorageKitObjectStore: ObjectStore {
     /// The JSON API lists without delimiter; Firebase's v0 does not here.
     public var supportsFlatListing: Bool { storage.configuration.dialect != .firebase }
 
-    public func listFlat(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ObjectPage {
+    public func listFlat(
+        prefix: String, startOffset: String?, endOffset: String?, pageToken: String?, maxResults: Int
+    ) async throws(StoreError) -> ObjectPage {
         let listed = storage.reference().child(prefix)
-        let result = try await Self.run { try await listed.listObjects(maxResults: Int64(maxResults), pageToken: pageToken) }
+        let result = try await Self.run {
+            try await listed.listObjects(
+                maxResults: Int64(maxResults), pageToken: pageToken, startOffset: startOffset, endOffset: endOffset)
+        }
         return ObjectPage(objects: result.items.map(Self.info), nextPageToken: result.pageToken)
     }
 

@@ -18,11 +18,23 @@
 /// directory's mode and owner) with its prefix. A name with an empty or `.`/`..` segment ends
 /// the chain there, as the delimited listings skip what is below those.
 ///
+/// A walk may cover only the names in [start, end) below the root (one
+/// key range of a walk split by `WalkSchedule`, the range starting and
+/// ending at subdirectories of the root): names outside are skipped, a
+/// name at or past `end` finishes it, and it never returns the root's own
+/// listing (it sees only part of the root). Names at or before the last
+/// one consumed are skipped too, so a listing started again from the last
+/// name (after `narrow`) or one repeated by the server costs nothing.
+///
 /// A pure value, driven by `FileSystem` (which fetches the pages and keeps
 /// the listings in its `ListingCache`), so tests feed it pages directly.
 struct TreeWalk: Sendable {
     /// The listed prefix of the walk's root directory ("" or ends in "/").
     let root: String
+    /// The first name of the walk's range (nil: the root's first).
+    let start: String?
+    /// The name after the walk's range (nil: past the root's last).
+    private(set) var end: String?
     /// The token of the next page; nil before the first page and at the end.
     private(set) var nextPageToken: String?
     private(set) var pagesRead = 0
@@ -33,8 +45,21 @@ struct TreeWalk: Sendable {
     /// with what has been listed in each so far.
     private var open: [(prefix: String, listing: ListingCache.Listing)] = []
 
-    init(root: String) {
+    init(root: String, from start: String? = nil, to end: String? = nil) {
         self.root = root
+        self.start = start
+        self.end = end
+    }
+
+    /// Whether the walk covers the whole root (and so returns its listing).
+    var isWhole: Bool { start == nil && end == nil }
+
+    /// Ends the walk's range at `end` (past the last name consumed): the
+    /// names from there on are another walk's.
+    mutating func narrow(to end: String) {
+        precondition(lastName.map { $0.utf8.lexicographicallyPrecedes(end.utf8) } ?? true, "narrowed before the last name")
+        if let old = self.end, !end.utf8.lexicographicallyPrecedes(old.utf8) { return }
+        self.end = end
     }
 
     /// Whether `listed` (a listed prefix) is the root or below it.
@@ -59,14 +84,25 @@ struct TreeWalk: Sendable {
         pagesRead += 1
         if open.isEmpty { open = [(root, ListingCache.Listing(readAt: readAt))] }
         var completed: [(String, ListingCache.Listing)] = []
+        var pastEnd = false
         for object in page.objects where object.name.utf8.starts(with: root.utf8) {
+            let name = object.name.utf8
+            if let lastName, !lastName.utf8.lexicographicallyPrecedes(name) { continue }
+            if let start, name.lexicographicallyPrecedes(start.utf8) { continue }
+            if let end, !name.lexicographicallyPrecedes(end.utf8) {
+                pastEnd = true
+                break
+            }
             add(object, readAt: readAt, completed: &completed)
             lastName = object.name
         }
-        nextPageToken = page.nextPageToken
+        nextPageToken = pastEnd ? nil : page.nextPageToken
         if nextPageToken == nil {
             finished = true
-            while let last = open.popLast() { completed.append((last.prefix, last.listing)) }
+            // The root's listing is whole only if the walk is.
+            while let last = open.popLast() {
+                if isWhole || !open.isEmpty { completed.append((last.prefix, last.listing)) }
+            }
         }
         return completed
     }

@@ -155,7 +155,9 @@ public final class InMemoryObjectStore: ObjectStore {
     /// Like the stores it plays: only one whose listings carry metadata lists flat.
     public var supportsFlatListing: Bool { capabilities.listingsCarryMetadata }
 
-    public func listFlat(prefix: String, pageToken: String?, maxResults: Int) async throws(StoreError) -> ObjectPage {
+    public func listFlat(
+        prefix: String, startOffset: String?, endOffset: String?, pageToken: String?, maxResults: Int
+    ) async throws(StoreError) -> ObjectPage {
         try state.withLock { s throws(StoreError) in
             try Self.begin(&s, .listFlat, prefix)
             guard (1...1000).contains(maxResults) else { throw .invalidArgument("maxResults \(maxResults) not in 1...1000") }
@@ -163,10 +165,13 @@ public final class InMemoryObjectStore: ObjectStore {
             // The token is the last name returned.
             var index = Self.firstIndex(in: names) { name in
                 if let token = pageToken { return !Self.precedesOrEqual(name, token) }
+                if let startOffset, name.utf8.lexicographicallyPrecedes(startOffset.utf8) { return false }
                 return !name.utf8.lexicographicallyPrecedes(prefix.utf8)
             }
             var page = ObjectPage(objects: [])
-            while index < names.count, names[index].utf8.starts(with: prefix.utf8) {
+            while index < names.count, names[index].utf8.starts(with: prefix.utf8),
+                endOffset.map({ names[index].utf8.lexicographicallyPrecedes($0.utf8) }) ?? true
+            {
                 if page.objects.count == maxResults {
                     page.nextPageToken = page.objects.last?.name
                     break

@@ -146,8 +146,12 @@ extension StorageReference {
     /// One page of at most `maxResults` (1–1000) objects whose names start
     /// with this reference's path and `/` (every object, at the root),
     /// however deep: a listing without delimiter, so a whole subtree takes
-    /// one paged listing instead of one listing per directory.
-    public func listObjects(maxResults: Int64, pageToken: String?) async throws -> StorageObjectPage {
+    /// one paged listing instead of one listing per directory. With
+    /// `startOffset`/`endOffset`, only names in [startOffset, endOffset)
+    /// (the JSON API's parameters; a server may ignore them).
+    public func listObjects(
+        maxResults: Int64, pageToken: String?, startOffset: String? = nil, endOffset: String? = nil
+    ) async throws -> StorageObjectPage {
         guard api.dialect == .jsonAPI else {
             throw StorageError.invalidArgument("listings without delimiter need the Cloud Storage JSON API")
         }
@@ -157,7 +161,7 @@ extension StorageReference {
         let prefix = path.isRoot ? nil : fullPath + "/"
         let url = api.listURL([
             ("prefix", prefix), ("maxResults", String(maxResults)), ("pageToken", pageToken),
-            ("fields", api.listingFields(prefixes: false)),
+            ("startOffset", startOffset), ("endOffset", endOffset), ("fields", api.listingFields(prefixes: false)),
         ])
         let response = try await api.send(HTTPRequest(method: .get, url: url, isIdempotent: true), object: nil)
         return try StorageObjectPage(response: ObjectAPI.json(response))

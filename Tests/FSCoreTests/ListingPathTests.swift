@@ -66,6 +66,76 @@ struct ListingPathTests {
     }
 
     // Checks semantics.md#shows-tree-walks
+    @Test func aWalkLargerThanAPageListsItsSubdirectoriesInRangesSideBySide() async throws {
+        let h = try Harness()
+        var names: Set<String> = []
+        for a in 0..<5 { for b in 0..<600 {
+            let name = "big/d\(a)/f\(String(format: "%03d", b))"
+            h.store.seed(name, bytes(1))
+            names.insert(name)
+        } }
+        let big = try await h.lookup("big")
+        h.store.resetCounters()
+        #expect(try await find(h, big.attributes.inode, "big") == names)
+        // d0 on its own; opening d1 walks big/ from d1: its first page (d1,
+        // then part of d2) shows one directory a page, so the rest of d2
+        // (from its last name), d3 and d4 are three more ranges.
+        #expect(h.store.requestCount(.list) == 1)
+        #expect(h.store.requestCount(.listFlat) == 4)
+    }
+
+    // Checks semantics.md#shows-tree-walks
+    // Checks semantics.md#shows-caching
+    @Test func aWalkLargerThanTheListingCacheKeepsItsRootListed() async throws {
+        // 12,000 objects against 8,000 cached entries: the listings the
+        // walk stores push out older ones, but not the root's, which
+        // answers the lookup of each subdirectory (no probe, no listing of
+        // a directory on its own).
+        let h = try Harness(options: MountOptions(uid: 1000, gid: 1000, statCacheCapacity: 8_000))
+        var names: Set<String> = []
+        for a in 0..<60 { for b in 0..<200 {
+            let name = "m/d\(String(format: "%02d", a))/f\(String(format: "%03d", b))"
+            h.store.seed(name, bytes(1))
+            names.insert(name)
+        } }
+        let m = try await h.lookup("m")
+        h.store.resetCounters()
+        #expect(try await find(h, m.attributes.inode, "m") == names)
+        // d00 on its own; the walk from d01: a first page of five
+        // directories (d05 read on from its last name), then 14 ranges of
+        // four.
+        #expect(h.store.requestCount(.stat) == 0 && h.store.requestCount(.list) == 1)
+        #expect(h.store.requestCount(.listFlat) == 16)
+    }
+
+    // Checks semantics.md#shows-tree-walks
+    @Test func aStoreThatIgnoresListingOffsetsIsWalkedWithoutRanges() async throws {
+        /// Flat listings that ignore startOffset and endOffset, like the
+        /// Python emulator's.
+        struct NoOffsets: ForwardingStore {
+            let inner: InMemoryObjectStore
+            var supportsFlatListing: Bool { true }
+            func listFlat(
+                prefix: String, startOffset: String?, endOffset: String?, pageToken: String?, maxResults: Int
+            ) async throws(StoreError) -> ObjectPage {
+                try await inner.listFlat(prefix: prefix, startOffset: nil, endOffset: nil, pageToken: pageToken, maxResults: maxResults)
+            }
+        }
+        let inner = InMemoryObjectStore()
+        let names = seedTree(inner, 4)
+        let h = try Harness(store: inner)
+        let fs = FileSystem(store: NoOffsets(inner: inner), options: MountOptions(uid: 1000, gid: 1000), clock: h.clock)
+        let tree = try await fs.lookup(parent: InodeTable.root, name: "tree")
+        inner.resetCounters()
+        let other = Harness(store: inner, fs: fs, clock: h.clock)
+        #expect(try await find(other, tree.attributes.inode, "tree") == names)
+        // The walk of d0 from e1 got d0 from its first name, and went on
+        // as a walk without ranges; so did the walk of tree/ at d1.
+        #expect(inner.requestCount(.listFlat) == 2)
+        #expect(inner.requestCount(.list) == 2)
+    }
+
+    // Checks semantics.md#shows-tree-walks
     @Test func aChangeBelowAWalkEndsItAndShowsUp() async throws {
         let h = try Harness()
         _ = seedTree(h.store, 3)

@@ -87,6 +87,23 @@ struct TreeWalkTests {
         #expect(checked > 5)
     }
 
+    @Test func aRangedWalkKeepsToItsRangeAndNeverReturnsTheRoot() {
+        var walk = TreeWalk(root: "t/", from: "t/b/", to: "t/d/")
+        #expect(!walk.isWhole && TreeWalk(root: "t/").isWhole)
+        var done = walk.consume(
+            ObjectPage(objects: [info("t/a/1"), info("t/b/1"), info("t/b/x/2"), info("t/c")], nextPageToken: "t/c"), readAt: .zero)
+        #expect(done.map(\.0) == ["t/b/x/", "t/b/"], "t/a/1 is before the range; t/c is the root's")
+        #expect(walk.lastName == "t/c" && !walk.finished)
+        // Read again from the last name (after `narrow`): it is skipped.
+        walk.narrow(to: "t/c0/")
+        #expect(walk.end == "t/c0/")
+        walk.narrow(to: "t/z/")
+        #expect(walk.end == "t/c0/", "a range only narrows")
+        done = walk.consume(ObjectPage(objects: [info("t/c"), info("t/c/1"), info("t/c0/1"), info("t/c0/2")], nextPageToken: "more"), readAt: .zero)
+        #expect(done.map(\.0) == ["t/c/"] && walk.finished, "a name past the end finishes it, token or not")
+        #expect(walk.nextPageToken == nil && walk.lastName == "t/c/1")
+    }
+
     @Test func aWalkPassesDirectoriesInNameOrder() {
         var walk = TreeWalk(root: "")
         let page = ObjectPage(objects: [info("a/1"), info("a/2"), info("b/1")], nextPageToken: "b/1")

@@ -145,3 +145,25 @@ func expectErrno(_ expected: Int32, sourceLocation: SourceLocation = #_sourceLoc
         Issue.record("expected FSError, got \(error)", sourceLocation: sourceLocation)
     }
 }
+
+/// Expects `walked` (what a walk completed for `listed`) to say what a
+/// delimited listing of `listed` in `store` says: the same prefixes, items
+/// and placeholders. Returns the delimited listing's prefixes, for the
+/// caller's walk through the tree.
+func expectWalked(
+    _ walked: ListingCache.Listing?, asListed listed: String, in store: some ObjectStore
+) async throws -> [String] {
+    var prefixes: [String] = []
+    var items: [String] = []
+    var placeholders: [String: ObjectInfo] = [:]
+    try await store.listPages(prefix: listed, after: nil, maxResults: 1000) { page in
+        prefixes += page.prefixes
+        items += page.items.map(\.name)
+        placeholders.merge(page.placeholders) { _, later in later }
+    }
+    let walked = try #require(walked, "no listing for \(listed)")
+    #expect(Set(walked.prefixes) == Set(prefixes), "prefixes of \(listed)")
+    #expect(Set(walked.items.keys) == Set(items), "items of \(listed)")
+    #expect(walked.placeholders == placeholders, "placeholders of \(listed)")
+    return prefixes
+}

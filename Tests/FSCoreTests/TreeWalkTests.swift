@@ -66,21 +66,7 @@ struct TreeWalkTests {
         var queue = ["t/"]
         var checked = 0
         while let listed = queue.popLast() {
-            var prefixes: [String] = []
-            var items: [String] = []
-            var placeholders: [String: ObjectInfo] = [:]
-            var pageToken: String?
-            repeat {
-                let page = try await store.list(prefix: listed, pageToken: pageToken, maxResults: 1000)
-                prefixes += page.prefixes
-                items += page.items.map(\.name)
-                placeholders.merge(page.placeholders) { _, later in later }
-                pageToken = page.nextPageToken
-            } while pageToken != nil
-            let walked = try #require(completed[listed], "no listing for \(listed)")
-            #expect(Set(walked.prefixes) == Set(prefixes), "prefixes of \(listed)")
-            #expect(Set(walked.items.keys) == Set(items), "items of \(listed)")
-            #expect(walked.placeholders == placeholders, "placeholders of \(listed)")
+            let prefixes = try await expectWalked(completed[listed], asListed: listed, in: store)
             checked += 1
             queue += prefixes.filter { PathRules.entryName(ofPrefix: $0, under: listed) != nil }
         }

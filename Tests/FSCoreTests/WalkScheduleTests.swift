@@ -178,21 +178,7 @@ struct WalkScheduleTests {
         while let (listed, parent) = queue.popLast() {
             // Only directories a delimited walk reaches through valid names.
             guard PathRules.entryName(ofPrefix: listed, under: parent) != nil else { continue }
-            var prefixes: [String] = []
-            var items: [String] = []
-            var placeholders: [String: ObjectInfo] = [:]
-            var pageToken: String?
-            repeat {
-                let page = try await store.list(prefix: listed, pageToken: pageToken, maxResults: 1000)
-                prefixes += page.prefixes
-                items += page.items.map(\.name)
-                placeholders.merge(page.placeholders) { _, later in later }
-                pageToken = page.nextPageToken
-            } while pageToken != nil
-            let walkedListing = try #require(completed[listed], "no listing for \(listed)")
-            #expect(Set(walkedListing.prefixes) == Set(prefixes), "prefixes of \(listed)")
-            #expect(Set(walkedListing.items.keys) == Set(items), "items of \(listed)")
-            #expect(walkedListing.placeholders == placeholders, "placeholders of \(listed)")
+            let prefixes = try await expectWalked(completed[listed], asListed: listed, in: store)
             checked += 1
             queue += prefixes.map { ($0, listed) }
         }

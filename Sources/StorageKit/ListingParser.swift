@@ -165,14 +165,17 @@ enum ListingParser {
         mutating func string() throws(Unusual) -> String {
             try expect(UInt8(ascii: "\""))
             let start = i
+            var high: UInt8 = 0
             while i < bytes.count {
                 let byte = bytes[i]
                 if byte == UInt8(ascii: "\"") {
                     defer { i += 1 }
-                    return try Self.text(bytes[start..<i])
+                    // ASCII (nearly every name and value) needs no validation.
+                    return high < 0x80 ? String(decoding: bytes[start..<i], as: UTF8.self) : try Self.text(bytes[start..<i])
                 }
                 if byte == UInt8(ascii: "\\") { return try escapedString(from: start) }
                 guard byte >= 0x20 else { throw Unusual() }
+                high |= byte
                 i += 1
             }
             throw Unusual()

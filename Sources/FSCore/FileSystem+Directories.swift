@@ -32,8 +32,6 @@ extension FileSystem {
     /// what fits and the kernel asks again), so a huge directory is not
     /// copied whole on every call.
     static let readdirBatch = 512
-    /// The store's largest page.
-    static let listPageSize = 1000
 
     /// Reads the whole listing (every page), fills the stat cache from it,
     /// and keeps it as the handle's snapshot: `ls -l` of N objects costs
@@ -51,7 +49,7 @@ extension FileSystem {
         let directory = try record(inode)
         guard directory.kind == .directory else { throw FSError(.notDirectory, "opendir of file \(directory.path)") }
         let listed = PathRules.listingPrefix(objectPrefix, directory.path)
-        let listing = try await listing(of: listed, path: directory.path)
+        let listing = try await listingReader.listing(of: listed, path: directory.path)
         let cacheable = options.statTTL > 0
         return state.withLock { s in
             let unchanged = s.inodes.noteListing(inode, readAt: listing.readAt)
@@ -70,7 +68,7 @@ extension FileSystem {
     private func makeEntries(_ handle: inout DirectoryHandle, _ s: inout State) {
         guard let source = handle.source else { return }
         handle.source = nil
-        var children = children(listed: source.listed, source.listing)
+        var children = source.listing.children(under: source.listed, logger: logger)
         mergeStaged(into: &children, directory: source.path, s)
         let now = clock.now
         // Attributes from the listing are as old as the listing.
@@ -102,78 +100,6 @@ extension FileSystem {
         }
         handle.entries = entries
         handle.pinned = pinned
-    }
-
-    /// Every page of the listing of `listed`: the cached one when it is
-    /// younger than statTTL (0 turns the cache off), else from a walk of
-    /// the subtree it lies in (`TreeWalk`), else listed page by page (going
-    /// on from the first page a lookup's probe just read, if any).
-    private func listing(of listed: String, path: String) async throws(FSError) -> ListingCache.Listing {
-        let ttl = Duration(seconds: options.statTTL)
-        let started = clock.now
-        guard ttl > .zero else {
-            let whole = try await wholeListing(of: listed, path: path)
-            return ListingCache.Listing(whole, readAt: started)
-        }
-        let (cached, head) = state.withLock { s -> (ListingCache.Listing?, ListingHead?) in
-            let cached = s.listings[listed].flatMap { started - $0.readAt < ttl ? $0 : nil }
-            if !path.isEmpty {
-                let parent = PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path))
-                noteSubdirectoryOpened(listed, parent: parent, listed: cached != nil, &s)
-            }
-            if let cached { return (cached, nil) }
-            let head = s.listingHeads.removeValue(forKey: listed)
-            return (nil, head.flatMap { started - $0.readAt < ttl ? $0 : nil })
-        }
-        if let cached { return cached }
-        if head == nil, let walked = try await listingFromWalk(listed, ttl: ttl) { return walked }
-        let whole = try await withEntryMetadata(wholeListing(of: listed, path: path, after: head?.page), listed: listed)
-        let listing = ListingCache.Listing(whole, readAt: head?.readAt ?? started, completedAt: clock.now)
-        state.withLock { keepListing(listed, listing, &$0) }
-        return listing
-    }
-
-    /// Every page of the listing of `listed` (the directory at mount path
-    /// `path`), as one page; after `head` (its first page) when given.
-    func wholeListing(of listed: String, path: String, after head: ListPage? = nil) async throws(FSError) -> ListPage {
-        var whole = head ?? ListPage(prefixes: [], items: [])
-        let token = head?.nextPageToken
-        whole.nextPageToken = nil
-        if head != nil && token == nil { return whole }
-        do {
-            try await store.listPages(prefix: listed, after: token, maxResults: Self.listPageSize) { page in
-                whole.prefixes += page.prefixes
-                whole.items += page.items
-                whole.placeholders.merge(page.placeholders) { _, later in later }
-            }
-        } catch {
-            throw failure(error, during: .list, "list", path + "/")
-        }
-        return whole
-    }
-
-    /// Keeps the complete listing of a lookup's probe for opendir, or its
-    /// first page when there is more (opendir goes on from the second).
-    func rememberProbe(of listed: String, _ page: ListPage, readAt: Duration) {
-        guard options.statTTL > 0 else { return }
-        state.withLock { s in
-            // Items without their metadata (v0 listings) are completed by
-            // opendir (`withEntryMetadata`), which goes on from the head.
-            if page.nextPageToken == nil && store.capabilities.listingsCarryMetadata {
-                keepListing(listed, ListingCache.Listing(page, readAt: readAt), &s)
-                return
-            }
-            if s.listingHeads.count >= Self.listingHeadLimit, let any = s.listingHeads.keys.first { s.listingHeads[any] = nil }
-            s.listingHeads[listed] = ListingHead(page: page, readAt: readAt)
-        }
-    }
-
-    /// First pages kept for opendir at most (each up to 1,000 entries).
-    static let listingHeadLimit = 16
-
-    func keepListing(_ listed: String, _ listing: ListingCache.Listing, _ s: inout State) {
-        guard options.statTTL > 0 else { return }
-        s.listings.store(listed, listing)
     }
 
     public func readdir(_ inode: UInt64, handle: UInt64, offset: Int64) async throws(FSError) -> [DirectoryEntry] {
@@ -220,31 +146,6 @@ extension FileSystem {
         if changed { children = byName.map { ($0.key, $0.value.0, $0.value.1) }.sorted { $0.0 < $1.0 } }
     }
 
-    /// The entries of one listing, by name, sorted. A prefix and an object
-    /// of the same name: the directory wins and the object is hidden.
-    private func children(listed: String, _ listing: ListingCache.Listing) -> [(String, StatCache.Node, Bool)] {
-        var nodes: [String: StatCache.Node] = [:]
-        nodes.reserveCapacity(listing.entryCount)
-        for item in listing.items.values {
-            guard let name = PathRules.entryName(ofItem: item.name, under: listed) else {
-                logger.debug("skipping object that cannot be a file", metadata: ["object": "\(item.name)"])
-                continue
-            }
-            nodes[String(name)] = .file(item)
-        }
-        for prefix in listing.prefixes {
-            guard let name = PathRules.entryName(ofPrefix: prefix, under: listed) else {
-                logger.debug("skipping prefix that cannot be a directory", metadata: ["prefix": "\(prefix)"])
-                continue
-            }
-            if case .file? = nodes[String(name)] {
-                logger.debug("object hidden by a directory of the same name", metadata: ["object": "\(listed)\(name)"])
-            }
-            nodes[String(name)] = .directory(placeholder: listing.placeholders[prefix])
-        }
-        return nodes.sorted { $0.key < $1.key }.map { ($0.key, $0.value, false) }
-    }
-
     private func directoryAttributes(_ inode: UInt64, _ s: borrowing State, now: Duration) -> FileAttributes {
         if inode != InodeTable.root, let path = s.inodes[inode]?.path,
             case .directory(let placeholder)? = s.stats.lookup(path, now: now)
@@ -252,52 +153,5 @@ extension FileSystem {
             return mapper.directory(placeholder: placeholder, inode: inode, changed: s.directoryTimes[inode])
         }
         return mapper.directory(placeholder: nil, inode: inode, changed: s.directoryTimes[inode])
-    }
-}
-
-/// Keeping cached listings true to this mount's own changes, so that an
-/// `ls` right after `cp` shows the copy and a lookup of a new name in a
-/// freshly listed directory needs no request.
-extension FileSystem {
-    enum ListingChange {
-        case file(ObjectInfo)
-        /// A directory, with its placeholder object when it has one.
-        case directory(placeholder: ObjectInfo?)
-        case removed(String)
-    }
-
-    /// Applies `change` (for `path`) to its directory's cached listing, if
-    /// one is kept, and stops the walks that would list that directory
-    /// from pages read before the change. O(1) in the directory's size.
-    /// Call with the state lock held.
-    func amendListing(_ path: String, _ change: ListingChange, _ s: inout State) {
-        let listed = PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path))
-        let cacheChange: ListingCache.Change
-        switch change {
-        case .file(let info): cacheChange = .file(info)
-        case .directory(let placeholder): cacheChange = .directory(placeholder: placeholder)
-        case .removed: cacheChange = .removed
-        }
-        s.listings.amend(listed, object: objectName(path), cacheChange)
-        s.listingHeads[listed] = nil
-        if !s.walks.isEmpty { s.walks = s.walks.filter { !$0.value.schedule.contains(listed) } }
-    }
-
-    /// What a cached listing of `path`'s directory says `path` is: a
-    /// directory or a file while the listing is younger than statTTL, absent
-    /// while it is younger than the negative TTL (counted from its last
-    /// page); nil when no listing can tell. O(1) whatever the directory's
-    /// size (the stat cache may have evicted a name the listing holds).
-    func listedNode(_ path: String, now: Duration, _ s: borrowing State) -> StatCache.Node? {
-        let listed = PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path))
-        guard let listing = s.listings[listed] else { return nil }
-        let object = objectName(path)
-        if let directory = listing.directory(object + "/") {
-            return now - listing.readAt < Duration(seconds: options.statTTL) ? directory : nil
-        }
-        if let item = listing.items[object] {
-            return now - listing.readAt < Duration(seconds: options.statTTL) ? .file(item) : nil
-        }
-        return now - listing.completedAt < Duration(seconds: options.negativeTTL) ? .absent : nil
     }
 }

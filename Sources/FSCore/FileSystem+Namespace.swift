@@ -154,8 +154,8 @@ extension FileSystem {
             s.inodes.unbind(path)
             if directory { s.stats.invalidate(tree: path) }
             s.stats.insert(path, .absent, now: now)
-            amendListing(path, .removed(path), &s)
-            s.listings.remove(PathRules.listingPrefix(objectPrefix, path))
+            s.listings.amend(path, .removed)
+            s.listings.removeListing(PathRules.listingPrefix(objectPrefix, path))
         }
     }
 }

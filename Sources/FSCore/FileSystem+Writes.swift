@@ -125,11 +125,11 @@ extension FileSystem {
         return state.withLock { s in
             s.stats.insert(path, node, now: now)
             switch node {
-            case .file(let info): amendListing(path, .file(info), &s)
+            case .file(let info): s.listings.amend(path, .file(info))
             case .directory(let placeholder):
-                amendListing(path, .directory(placeholder: placeholder), &s)
+                s.listings.amend(path, .directory(placeholder: placeholder))
                 // A new directory is empty: its listing is known.
-                keepListing(PathRules.listingPrefix(objectPrefix, path), ListingCache.Listing(readAt: now), &s)
+                s.listings.keep(PathRules.listingPrefix(objectPrefix, path), ListingCache.Listing(readAt: now))
             case .absent: break
             }
             let inode = s.inodes.lookup(path, kind: node.kind!)

@@ -85,6 +85,17 @@ extension ObjectStore {
             token = page.nextPageToken
         } while token != nil
     }
+
+    /// `stat`, with a reply for another name (a store that normalises
+    /// `a/` to `a`) read as absent.
+    func statResult(_ name: String) async -> Result<ObjectInfo, StoreError> {
+        do {
+            let info = try await stat(name)
+            return info.name == name ? .success(info) : .failure(.notFound(name))
+        } catch {
+            return .failure(error)
+        }
+    }
 }
 
 /// Where a store falls short of the Cloud Storage JSON API, so the core

@@ -1,3 +1,5 @@
+import Logging
+
 /// Complete listings of directories, by listed prefix, reused by opendir
 /// (within statTTL) and by lookups of names a fresh listing does not hold.
 ///
@@ -70,6 +72,33 @@ struct ListingCache: Sendable {
         /// Whether the object `name` or the directory `name/` is listed.
         func holds(_ name: String) -> Bool {
             items[name] != nil || prefixes.contains(name + "/")
+        }
+
+        /// The entries of the listing of `listed`, by name, sorted, each
+        /// marked `false` (listed, not a file being written: opendir merges
+        /// those). A prefix and an object of the same name: the directory
+        /// wins and the object is hidden.
+        func children(under listed: String, logger: Logger) -> [(String, StatCache.Node, Bool)] {
+            var nodes: [String: StatCache.Node] = [:]
+            nodes.reserveCapacity(entryCount)
+            for item in items.values {
+                guard let name = PathRules.entryName(ofItem: item.name, under: listed) else {
+                    logger.debug("skipping object that cannot be a file", metadata: ["object": "\(item.name)"])
+                    continue
+                }
+                nodes[String(name)] = .file(item)
+            }
+            for prefix in prefixes {
+                guard let name = PathRules.entryName(ofPrefix: prefix, under: listed) else {
+                    logger.debug("skipping prefix that cannot be a directory", metadata: ["prefix": "\(prefix)"])
+                    continue
+                }
+                if case .file? = nodes[String(name)] {
+                    logger.debug("object hidden by a directory of the same name", metadata: ["object": "\(listed)\(name)"])
+                }
+                nodes[String(name)] = .directory(placeholder: placeholders[prefix])
+            }
+            return nodes.sorted { $0.key < $1.key }.map { ($0.key, $0.value, false) }
         }
     }
 

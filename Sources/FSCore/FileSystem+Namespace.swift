@@ -137,12 +137,7 @@ extension FileSystem {
             }
         }
         if local { return true }
-        do {
-            let page = try await store.list(prefix: objectName(path) + "/", pageToken: nil, maxResults: 2)
-            return !page.items.isEmpty || !page.prefixes.isEmpty || !page.placeholders.isEmpty
-        } catch {
-            throw failure(error, during: .list, "list", below)
-        }
+        return try await listingReader.listsNames(below: path)
     }
 
     /// `path` is gone: cached as absent, its inode unbound, its entry taken

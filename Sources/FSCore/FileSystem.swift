@@ -12,7 +12,8 @@ import Glibc
 /// docs/semantics.md (what the mount shows, writing, failures, errnos).
 ///
 /// The operations are split by family: `FileSystem+Lookup`,
-/// `FileSystem+Directories`, `FileSystem+Files`.
+/// `FileSystem+Directories`, `FileSystem+Files`. Directories' listings
+/// are a component of their own (`Listings/`: `Listings`, `ListingReader`).
 public final class FileSystem: FileSystemOperations {
     let store: any ObjectStore
     let options: MountOptions
@@ -134,16 +135,9 @@ public final class FileSystem: FileSystemOperations {
             stats: StatCache(
                 ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL),
                 capacity: options.statCacheCapacity),
-            listings: Listings(
-                .init(
-                    ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL),
-                    objectPrefix: options.objectPrefix, carryMetadata: store.capabilities.listingsCarryMetadata,
-                    flatListing: store.supportsFlatListing),
-                maxEntries: options.statCacheCapacity)))
+            listings: Listings(.init(options, store), maxEntries: options.statCacheCapacity)))
         self.state = state
-        self.listingReader = ListingReader(
-            store: store, clock: clock, logger: logger, state: state, ttl: Duration(seconds: options.statTTL),
-            objectPrefix: options.objectPrefix, statWidth: options.listingStatWidth)
+        self.listingReader = ListingReader(store: store, clock: clock, logger: logger, state: state, options: options)
         retrier?.attach(
             isBeingWritten: { [weak self] object in self?.isBeingWritten(object) ?? false },
             uploaded: { [weak self] object, info in self?.noteRecovered(object, info) })
@@ -190,16 +184,11 @@ public final class FileSystem: FileSystemOperations {
 
     /// What `stat` shows for `node` (`s`: the state, locked by the caller).
     func attributes(_ node: StatCache.Node, inode: UInt64, _ s: borrowing State) -> FileAttributes? {
-        switch node {
-        case .file(let info): return mapper.file(info, inode: inode)
-        case .directory(let placeholder):
-            return mapper.directory(placeholder: placeholder, inode: inode, changed: s.directoryTimes[inode])
-        case .absent: return nil
-        }
+        mapper.attributes(node, inode: inode, changed: s.directoryTimes[inode])
     }
 
     func entryReply(_ attributes: FileAttributes) -> EntryReply {
-        EntryReply(attributes: attributes, entryTimeout: options.kernelTimeout, attributeTimeout: options.kernelTimeout)
+        EntryReply(attributes, timeout: options.kernelTimeout)
     }
 
     /// The errno for a store failure, logged with its cause (see

@@ -191,7 +191,7 @@ public struct ListPage: Sendable, Equatable {
     /// The placeholder objects of listed prefixes, by prefix ("a/b/"): an
     /// explicit directory's mode, owner and times are in its placeholder's
     /// custom metadata. A store whose listings cannot return them (v0) has
-    /// none here; the file system stats them (`withEntryMetadata`).
+    /// none here; the file system stats them (`ListingReader.withEntryMetadata`).
     public var placeholders: [String: ObjectInfo]
     public var nextPageToken: String?
 

@@ -23,6 +23,16 @@ struct ListingReader: Sendable {
     /// (`MountOptions.listingStatWidth`).
     let statWidth: Int
 
+    init(store: any ObjectStore, clock: any MonotonicClock, logger: Logger, state: OrderedLock<FileSystem.State>, options: MountOptions) {
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+        self.state = state
+        self.ttl = Duration(seconds: options.statTTL)
+        self.objectPrefix = options.objectPrefix
+        self.statWidth = options.listingStatWidth
+    }
+
     /// Every page of the listing of `listed` (the directory at mount path
     /// `path`): the cached one when it is younger than statTTL (0 turns the
     /// cache off), else from a walk of the subtree it lies in (`TreeWalk`),
@@ -126,6 +136,17 @@ struct ListingReader: Sendable {
             return .success(page)
         } catch {
             return .failure(error)
+        }
+    }
+
+    /// Whether the store lists any name below directory `path` (one
+    /// small page: an object, a subdirectory or a placeholder).
+    func listsNames(below path: String) async throws(FSError) -> Bool {
+        do {
+            let page = try await store.list(prefix: objectPrefix + path + "/", pageToken: nil, maxResults: 2)
+            return !page.items.isEmpty || !page.prefixes.isEmpty || !page.placeholders.isEmpty
+        } catch {
+            throw failure(error, during: .list, "list", path + "/")
         }
     }
 

@@ -23,6 +23,14 @@ struct Listings: Sendable {
         /// The store lists without delimiter
         /// (`ObjectStore.supportsFlatListing`): subtrees can be walked.
         let flatListing: Bool
+
+        init(_ options: MountOptions, _ store: any ObjectStore) {
+            ttl = Duration(seconds: options.statTTL)
+            negativeTTL = Duration(seconds: options.negativeTTL)
+            objectPrefix = options.objectPrefix
+            carryMetadata = store.capabilities.listingsCarryMetadata
+            flatListing = store.supportsFlatListing
+        }
     }
 
     /// The first page of a listing that has more.

@@ -149,8 +149,7 @@ extension FileSystem {
             s.inodes.unbind(path)
             if directory { s.stats.invalidate(tree: path) }
             s.stats.insert(path, .absent, now: now)
-            s.listings.amend(path, .removed)
-            s.listings.removeListing(PathRules.listingPrefix(objectPrefix, path))
+            s.listings.removed(path)
         }
     }
 }

@@ -134,9 +134,24 @@ struct Listings: Sendable {
         if !walks.isEmpty { walks = walks.filter { !$0.value.schedule.contains(listed) } }
     }
 
-    /// Drops the cached listing of `listed` (not its probe's first page).
-    mutating func removeListing(_ listed: String) {
-        cache.remove(listed)
+    /// A new object at mount path `path` (mknod, mkdir, symlink) goes into
+    /// its directory's listing.
+    mutating func created(_ path: String, _ node: StatCache.Node, now: Duration) {
+        switch node {
+        case .file(let info): amend(path, .file(info))
+        case .directory(let placeholder):
+            amend(path, .directory(placeholder: placeholder))
+            // A new directory is empty: its listing is known.
+            keep(PathRules.listingPrefix(configuration.objectPrefix, path), ListingCache.Listing(readAt: now))
+        case .absent: break
+        }
+    }
+
+    /// `path` is gone: taken out of its directory's listing, and its own
+    /// listing (a directory's) dropped; not its probe's first page.
+    mutating func removed(_ path: String) {
+        amend(path, .removed)
+        cache.remove(PathRules.listingPrefix(configuration.objectPrefix, path))
     }
 
     /// Drops the cached listing of `listed` and its probe's first page.

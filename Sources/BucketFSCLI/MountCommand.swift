@@ -75,6 +75,10 @@ struct MountCommand: AsyncParsableCommand {
             return
         }
         try LogSetup.bootstrap(level: process.logLevel, path: process.logFile, format: process.logFormat)
+        // Before the first request (the preflight's): a metric object made
+        // earlier is a no-op one, and the layers keep theirs (every GET
+        // answered 200 went unrecorded when this came after the preflight).
+        let metrics = try process.metricsAddress.map { try MetricsEndpoint(address: $0) }
         let logger = Logger(label: "bucketfs")
         let transport = HTTPTransport(configuration: process.transport, logger: Logger(label: "bucketfs.transport"))
         var configuration = try storageOptions.configuration(transport: transport)
@@ -88,8 +92,6 @@ struct MountCommand: AsyncParsableCommand {
         let storage = Storage(bucket: target.bucket, configuration: configuration)
         try await Preflight.check(storage: storage, prefix: target.prefix, endpoint: configuration.endpoint, logger: logger)
 
-        // Before the layers make their metric objects.
-        let metrics = try process.metricsAddress.map { try MetricsEndpoint(address: $0) }
         options.streamChunkSize = configuration.uploadChunkSize
         // mountOptions always sets it; MountOptions has it optional for FSCore's tests.
         guard let cacheDirectory = options.cacheDirectory else { throw CLIError.usage("no cache directory") }

@@ -53,6 +53,12 @@ struct InodeTable: Sendable {
 
     func inode(forPath path: String) -> UInt64? { byPath[path] }
 
+    /// Room for `more` inodes at once (opendir resolves a whole listing).
+    mutating func reserveCapacity(forMore more: Int) {
+        records.reserveCapacity(records.count + more)
+        byPath.reserveCapacity(byPath.count + more)
+    }
+
     /// The inode for `path` as a `kind`, created if needed. A path whose
     /// kind changed gets a new number; the old record is unbound. The
     /// caller must count a lookup or pin the result at once, or it is left

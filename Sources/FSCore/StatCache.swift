@@ -51,6 +51,12 @@ struct StatCache: Sendable {
 
     var count: Int { entries.count }
 
+    /// Room for `more` entries at once (opendir inserts a whole listing):
+    /// one allocation instead of a rehash at every doubling.
+    mutating func reserveCapacity(forMore more: Int) {
+        entries.reserveCapacity(min(capacity, entries.count + more))
+    }
+
     /// Records in the eviction queues, stale ones included (bounded by
     /// about twice `count`).
     var queuedRecords: Int { presentOrder.count + absentOrder.count }

@@ -50,12 +50,12 @@ public struct StorageListResult: Sendable {
     /// `nextPageToken`) for a listing of `listing` with delimiter `/`;
     /// the items' metadata is kept when `itemsCarryMetadata` (the JSON
     /// API; v0 items hold only a name and a bucket).
-    init(response: [String: Any], listing: StorageReference, itemsCarryMetadata: Bool = true) throws(StorageError) {
+    init(response: ListingDocument, listing: StorageReference, itemsCarryMetadata: Bool = true) throws(StorageError) {
         let prefix = listing.path.listingPrefix
         let root = listing.root()
         var prefixes: [StorageReference] = []
         var seenPrefixes: Set<String> = []
-        for name in response["prefixes"] as? [String] ?? [] {
+        for name in response.prefixes {
             guard Self.isDirectChild(name, of: prefix, isPrefix: true), seenPrefixes.insert(name).inserted
             else { continue }
             prefixes.append(root.child(String(name.dropLast())))
@@ -64,8 +64,8 @@ public struct StorageListResult: Sendable {
         var metadata: [StorageMetadata] = []
         var placeholders: Set<String> = []
         var placeholderMetadata: [String: StorageMetadata] = [:]
-        for resource in response["items"] as? [[String: Any]] ?? [] {
-            guard let name = resource["name"] as? String else { continue }
+        for resource in response.items {
+            guard let name = resource.name else { continue }
             if name.hasSuffix("/") {
                 // A placeholder: of the listed reference itself, or of a
                 // listed prefix. Never an item.
@@ -79,7 +79,7 @@ public struct StorageListResult: Sendable {
             items.append(root.child(name))
             if itemsCarryMetadata { metadata.append(try StorageMetadata(resource: resource)) }
         }
-        let token = response["nextPageToken"] as? String
+        let token = response.nextPageToken
         self.init(
             prefixes: prefixes, items: items, pageToken: token?.isEmpty == false ? token : nil,
             itemMetadata: metadata, placeholderPrefixes: placeholders, placeholderMetadata: placeholderMetadata)
@@ -111,7 +111,9 @@ public struct StorageListResult: Sendable {
             guard rest.hasSuffix("/") else { return false }
             rest = rest.dropLast()
         }
-        guard !rest.isEmpty, !rest.contains("/") else { return false }
+        // Bytes, not `contains("/")`: Foundation's substring search costs
+        // more than the rest of an item's parse.
+        guard !rest.isEmpty, !rest.utf8.contains(UInt8(ascii: "/")) else { return false }
         // The whole name must hold no empty segment either (a listing of a
         // prefix reached through a `//` name).
         return !StoragePath.hasEmptySegment(name) && !name.hasPrefix("/")
@@ -133,12 +135,13 @@ public struct StorageObjectPage: Sendable {
     }
 
     /// Parses a JSON API `objects.list` response made without delimiter.
-    init(response: [String: Any]) throws(StorageError) {
+    init(response: ListingDocument) throws(StorageError) {
         var items: [StorageMetadata] = []
-        for resource in response["items"] as? [[String: Any]] ?? [] {
+        items.reserveCapacity(response.items.count)
+        for resource in response.items {
             items.append(try StorageMetadata(resource: resource))
         }
-        let token = response["nextPageToken"] as? String
+        let token = response.nextPageToken
         self.init(items: items, pageToken: token?.isEmpty == false ? token : nil)
     }
 }

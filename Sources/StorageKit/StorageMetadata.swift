@@ -89,30 +89,30 @@ public final class StorageMetadata: Sendable, CustomStringConvertible {
     /// may be decimal strings (as GCS sends int64s) or numbers; times are
     /// RFC 3339. Nothing counts as assigned.
     public convenience init(dictionary: [String: Any]) {
+        self.init(fields: ObjectResource(dictionary: dictionary))
+    }
+
+    /// Metadata from an object resource's typed fields.
+    convenience init(fields resource: ObjectResource) {
         var s = State()
-        s.bucket = dictionary["bucket"] as? String ?? ""
-        s.fullPath = dictionary["name"] as? String ?? ""
-        s.generation = Self.int64(dictionary["generation"]) ?? 0
-        s.metageneration = Self.int64(dictionary["metageneration"]) ?? 0
-        s.size = Self.int64(dictionary["size"]) ?? 0
-        s.timeCreated = (dictionary["timeCreated"] as? String).flatMap(RFC3339.parse)
-        s.updated = (dictionary["updated"] as? String).flatMap(RFC3339.parse)
+        s.bucket = resource.bucket ?? ""
+        s.fullPath = resource.name ?? ""
+        s.generation = resource.generation ?? 0
+        s.metageneration = resource.metageneration ?? 0
+        s.size = resource.size ?? 0
+        s.timeCreated = resource.timeCreated.flatMap(RFC3339.parse)
+        s.updated = resource.updated.flatMap(RFC3339.parse)
         // One encoding inside, the JSON API's base64, whichever the server sent.
-        s.crc32c = (dictionary["crc32c"] as? String).map(CRC32C.normalized)
-        s.downloadTokens = dictionary["downloadTokens"] as? String
-        s.md5Hash = dictionary["md5Hash"] as? String
-        s.cacheControl = dictionary["cacheControl"] as? String
-        s.contentDisposition = dictionary["contentDisposition"] as? String
-        s.contentEncoding = dictionary["contentEncoding"] as? String
-        s.contentLanguage = dictionary["contentLanguage"] as? String
-        s.contentType = dictionary["contentType"] as? String
-        // "customMetadata" is the key of Firebase's dictionary form.
-        if let custom = (dictionary["metadata"] ?? dictionary["customMetadata"]) as? [String: Any] {
-            s.customMetadata = custom.compactMapValues { value in
-                value is NSNull ? nil : (value as? String ?? "\(value)")
-            }
-        }
-        s.isFile = !s.fullPath.isEmpty && (dictionary["kind"] as? String ?? "storage#object") == "storage#object"
+        s.crc32c = resource.crc32c.map(CRC32C.normalized)
+        s.downloadTokens = resource.downloadTokens
+        s.md5Hash = resource.md5Hash
+        s.cacheControl = resource.cacheControl
+        s.contentDisposition = resource.contentDisposition
+        s.contentEncoding = resource.contentEncoding
+        s.contentLanguage = resource.contentLanguage
+        s.contentType = resource.contentType
+        s.customMetadata = resource.metadata
+        s.isFile = !s.fullPath.isEmpty && (resource.kind ?? "storage#object") == "storage#object"
         self.init(state: s)
     }
 
@@ -126,10 +126,14 @@ public final class StorageMetadata: Sendable, CustomStringConvertible {
     /// Metadata from an object resource the server returned; fails when it
     /// is not one (no `name`).
     convenience init(resource: [String: Any]) throws(StorageError) {
-        guard (resource["name"] as? String)?.isEmpty == false else {
+        try self.init(resource: ObjectResource(dictionary: resource))
+    }
+
+    convenience init(resource: ObjectResource) throws(StorageError) {
+        guard resource.name?.isEmpty == false else {
             throw StorageError.unknown(message: "the server's object resource has no name", response: nil)
         }
-        self.init(dictionary: resource)
+        self.init(fields: resource)
     }
 
     /// Metadata from the JSON bytes of an object resource.
@@ -295,17 +299,6 @@ public final class StorageMetadata: Sendable, CustomStringConvertible {
         let s = state.withLock { $0 }
         return "<StorageMetadata gs://\(s.bucket)/\(s.fullPath) size=\(s.size) generation=\(s.generation)"
             + " contentType=\(s.contentType ?? "nil")>"
-    }
-
-    /// An int64 field: GCS sends decimal strings; other servers numbers.
-    static func int64(_ value: Any?) -> Int64? {
-        switch value {
-        case let s as String: return Int64(s)
-        case let n as Int: return Int64(n)
-        case let n as Int64: return n
-        case let n as NSNumber: return n.int64Value
-        default: return nil
-        }
     }
 }
 

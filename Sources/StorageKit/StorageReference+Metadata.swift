@@ -140,7 +140,7 @@ extension StorageReference {
     }
 
     private func parseListPage(_ response: HTTPResponse) throws -> StorageListResult {
-        try StorageListResult(response: ObjectAPI.json(response), listing: self, itemsCarryMetadata: api.dialect == .jsonAPI)
+        try StorageListResult(response: ListingDocument.of(response), listing: self, itemsCarryMetadata: api.dialect == .jsonAPI)
     }
 
     /// One page of at most `maxResults` (1–1000) objects whose names start
@@ -164,7 +164,7 @@ extension StorageReference {
             ("startOffset", startOffset), ("endOffset", endOffset), ("fields", api.listingFields(prefixes: false)),
         ])
         let response = try await api.send(HTTPRequest(method: .get, url: url, isIdempotent: true), object: nil)
-        return try StorageObjectPage(response: ObjectAPI.json(response))
+        return try StorageObjectPage(response: ListingDocument.of(response))
     }
 
     /// Server-side copy of this object to `destination` in the same bucket

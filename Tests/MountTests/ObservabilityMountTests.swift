@@ -65,6 +65,10 @@ extension MountTests {
             #expect(delta("bucketfs_fuse_errors_total", [#"operation="lookup""#, #"errno="ENOENT""#]) >= 1)
             // The upload: one POST (multipart or resumable start) answered 200.
             #expect(delta("bucketfs_http_request_duration_seconds_count", [#"method="POST""#, #"status="200""#]) >= 1, "\(after.text)")
+            // The listings (the root's, the lookups' probes): GETs answered
+            // 200, whose timer must not be the no-op one made before the
+            // metrics backend existed (the preflight's GET came first).
+            #expect(delta("bucketfs_http_request_duration_seconds_count", [#"method="GET""#, #"status="200""#]) >= 1, "\(after.text)")
             #expect(after.text.contains("# TYPE bucketfs_fuse_request_duration_seconds histogram"))
             #expect(after.text.contains(#"bucketfs_fuse_request_duration_seconds_bucket{operation="write",le="0.001"}"#))
             #expect(after.value("bucketfs_uploads_in_flight") == 0)

@@ -14,8 +14,13 @@ import Testing
         ]
     }
 
+    /// Parses `response` both ways a listing page is read: from the bytes
+    /// (`ListingParser`) and through JSONSerialization; both must agree.
     func parse(_ response: [String: Any], at path: String) throws -> StorageListResult {
-        try StorageListResult(response: response, listing: storage.reference().child(path))
+        let document = ListingDocument(dictionary: response)
+        let bytes = try JSONSerialization.data(withJSONObject: response)
+        #expect(ListingParser.parse(bytes) == document)
+        return try StorageListResult(response: document, listing: storage.reference().child(path))
     }
 
     func parse(json: String, at path: String) throws -> StorageListResult {
@@ -113,7 +118,7 @@ import Testing
         #expect(x.customMetadata == ["goog-reserved-posix-mode": "40700", "goog-reserved-posix-uid": "1001"] && x.generation == 7)
         #expect(StorageListResult(merging: [result]).placeholderMetadata["d/x/"]?.customMetadata == x.customMetadata)
         // A v0 listing's items are names only: no metadata to keep.
-        let v0 = try StorageListResult(response: response, listing: storage.reference().child("d"), itemsCarryMetadata: false)
+        let v0 = try StorageListResult(response: ListingDocument(dictionary: response), listing: storage.reference().child("d"), itemsCarryMetadata: false)
         #expect(v0.placeholderPrefixes == ["d/x/"] && v0.placeholderMetadata.isEmpty)
     }
 
@@ -161,7 +166,7 @@ import Testing
     @Test func fixtureFileParses() throws {
         let url = try #require(Bundle.module.url(forResource: "list-page", withExtension: "json", subdirectory: "Fixtures"))
         let response = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
-        let result = try StorageListResult(response: response, listing: storage.reference().child("photos"))
+        let result = try parse(response, at: "photos")
         #expect(result.prefixes.map(\.fullPath) == ["photos/2025", "photos/2026"])
         #expect(result.items.map(\.name) == ["cover.jpg", "notes.txt"])
         #expect(result.itemMetadata.map(\.contentType) == ["image/jpeg", "text/plain"])

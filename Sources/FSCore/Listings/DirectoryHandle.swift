@@ -56,6 +56,8 @@ struct DirectoryHandle: Sendable {
         var pinned: [UInt64] = []
         entries.reserveCapacity(children.count + 2)
         pinned.reserveCapacity(children.count)
+        s.stats.reserveCapacity(forMore: children.count)
+        s.inodes.reserveCapacity(forMore: children.count)
         let parentInode = inode == InodeTable.root
             ? inode : s.inodes.inode(forPath: PathRules.parent(of: source.path)) ?? inode
         for (name, dotInode) in [(".", inode), ("..", parentInode)] {
@@ -88,10 +90,14 @@ struct DirectoryHandle: Sendable {
     private static func mergeStaged(
         into children: inout [(String, StatCache.Node, Bool)], directory: String, _ s: borrowing FileSystem.State, objectPrefix: String
     ) {
-        var changed = false
+        let here = s.staged.compactMap { inode, staged -> (InodeTable.Record, StagedFile)? in
+            guard let record = s.inodes[inode], record.bound, PathRules.parent(of: record.path) == directory else { return nil }
+            return (record, staged)
+        }
+        // Most listings have nothing being written: no copy of the entries.
+        guard !here.isEmpty else { return }
         var byName = Dictionary(children.map { ($0.0, ($0.1, $0.2)) }, uniquingKeysWith: { a, _ in a })
-        for (inode, staged) in s.staged {
-            guard let record = s.inodes[inode], record.bound, PathRules.parent(of: record.path) == directory else { continue }
+        for (record, staged) in here {
             let name = String(record.path.dropFirst(directory.isEmpty ? 0 : directory.count + 1))
             let file = staged.state(in: s)
             if file.isUnlinked {
@@ -99,9 +105,8 @@ struct DirectoryHandle: Sendable {
             } else {
                 byName[name] = (.file(file.view(objectName: objectPrefix + record.path)), true)
             }
-            changed = true
         }
-        if changed { children = byName.map { ($0.key, $0.value.0, $0.value.1) }.sorted { $0.0 < $1.0 } }
+        children = byName.map { ($0.key, $0.value.0, $0.value.1) }.sorted { $0.0 < $1.0 }
     }
 
     private static func directoryAttributes(

@@ -75,6 +75,16 @@ struct AttributeMapper: Sendable {
             modificationTime: mtime, changeTime: ctime)
     }
 
+    /// What `stat` shows for `node` (nil: absent); `changed`: see
+    /// `directory`.
+    func attributes(_ node: StatCache.Node, inode: UInt64, changed: Timestamp?) -> FileAttributes? {
+        switch node {
+        case .file(let info): return file(info, inode: inode)
+        case .directory(let placeholder): return directory(placeholder: placeholder, inode: inode, changed: changed)
+        case .absent: return nil
+        }
+    }
+
     static func later(_ a: Timestamp, _ b: Timestamp) -> Timestamp {
         (a.seconds, a.nanoseconds) >= (b.seconds, b.nanoseconds) ? a : b
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -224,6 +225,24 @@ extension FSError {
     /// done for the log line.
     public init(_ error: StoreError, during operation: StoreOperation, _ context: String) {
         self.init(ErrnoMapping.errno(for: error, during: operation), "\(context): \(error)")
+    }
+
+    /// The errno for a store failure of `operation` on `object` (at mount
+    /// path `path`), logged with its cause. Absence is routine (shells
+    /// probe for files), so it is only logged at debug.
+    static func logged(
+        _ error: StoreError, during storeOperation: StoreOperation, _ operation: String, path: String, object: String, logger: Logger
+    ) -> FSError {
+        let failure = FSError(error, during: storeOperation, "\(operation) \(object)")
+        if case .notFound = error {
+            logger.debug("\(failure)")
+        } else {
+            logger.warning("\(operation) failed", metadata: [
+                "operation": "\(operation)", "path": "/\(path)", "object": "\(object)", "cause": "\(error)",
+                "errno": "\(failure.errno)",
+            ])
+        }
+        return failure
     }
 
     /// A request refused by a rule (see `Refusal`).

@@ -149,7 +149,7 @@ extension FileSystem {
             default: throw FSError(.notFound, "\(objectName(record.path)) is gone or no longer a \(record.kind)")
             }
         }
-        let result = await statResult(object)
+        let result = await store.statResult(object)
         let later = clock.now
         switch result {
         case .success(let info):
@@ -173,10 +173,10 @@ extension FileSystem {
             switch record.kind {
             case .directory:
                 s.stats.insert(record.path, .directory(placeholder: info), now: now)
-                amendListing(record.path, .directory(placeholder: info), &s)
+                s.listings.amend(record.path, .directory(placeholder: info))
             case .file, .symlink:
                 s.stats.insert(record.path, .file(info), now: now)
-                amendListing(record.path, .file(info), &s)
+                s.listings.amend(record.path, .file(info))
             }
         }
     }

@@ -53,7 +53,7 @@ extension FileSystem {
         if case .file(let cached)? = state.withLock({ $0.stats.lookup(path, now: clock.now) }) {
             return cached
         }
-        let result = await statResult(objectName(path))
+        let result = await store.statResult(objectName(path))
         let later = clock.now
         switch result {
         case .success(let fresh):

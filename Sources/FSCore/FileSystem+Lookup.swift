@@ -23,7 +23,7 @@ extension FileSystem {
                 s.inodes.addLookups(inode)
                 return entryReply(stagedAttributes(staged, path: path, inode: inode, s))
             }
-            guard let node = s.stats.lookup(path, now: now) ?? listedNode(path, now: now, s) else {
+            guard let node = s.stats.lookup(path, now: now) ?? s.listings.node(path, now: now) else {
                 return nil
             }
             return try countedEntry(path, node, &s)
@@ -31,7 +31,7 @@ extension FileSystem {
             return cached
         }
         let node: StatCache.Node
-        if let listed = try await relistedNode(path) {
+        if let listed = try await listingReader.relistedNode(path) {
             node = listed
         } else {
             node = try await probe(path)
@@ -104,34 +104,6 @@ extension FileSystem {
 
     // MARK: - Probing the store
 
-    /// What `path` is, from a new listing of its directory, when the mount
-    /// keeps a listing of it that is too old to answer and small (one
-    /// page): one request that answers this lookup and, for the next
-    /// negative TTL, every other name there. A program creating many files
-    /// in one directory (a shell loop, `tar x`, `cp -r` into the mount)
-    /// then costs one listing per negative TTL instead of a probe (three
-    /// requests) per new name. nil: no such listing; the caller probes.
-    private func relistedNode(_ path: String) async throws(FSError) -> StatCache.Node? {
-        let directory = PathRules.parent(of: path)
-        let listed = PathRules.listingPrefix(objectPrefix, directory)
-        guard options.statTTL > 0, store.capabilities.listingsCarryMetadata,
-            let old = state.withLock({ $0.listings[listed] }), old.entryCount < Self.listPageSize
-        else { return nil }
-        let started = clock.now
-        let page: ListPage
-        do {
-            page = try await store.list(prefix: listed, pageToken: nil, maxResults: Self.listPageSize)
-        } catch {
-            throw failure(error, during: .lookup, "list", directory + "/")
-        }
-        guard page.nextPageToken == nil else { return nil }
-        let listing = ListingCache.Listing(page, readAt: started, completedAt: clock.now)
-        return state.withLock { s in
-            keepListing(listed, listing, &s)
-            return listedNode(path, now: started, s)
-        }
-    }
-
     /// The inode of `path` as `node` says, with one kernel lookup counted.
     private func countedEntry(_ path: String, _ node: StatCache.Node, _ s: inout State) throws(FSError) -> EntryReply {
         guard let kind = node.kind else { throw FSError(.notFound, "\(objectName(path)) does not exist") }
@@ -151,9 +123,9 @@ extension FileSystem {
     /// is EACCES). Deeper down a refusal is EACCES.
     func probe(_ path: String) async throws(FSError) -> StatCache.Node {
         let name = objectName(path)
-        async let file = statResult(name)
-        async let placeholder = statResult(name + "/")
-        async let children = listResult(name + "/")
+        async let file = store.statResult(name)
+        async let placeholder = store.statResult(name + "/")
+        async let children = listingReader.probe(name + "/")
         let (fileResult, placeholderResult, childrenResult) = await (file, placeholder, children)
 
         var placeholderInfo: ObjectInfo?
@@ -193,35 +165,10 @@ extension FileSystem {
     /// lookup or listing); a directory is probed in full.
     private func refresh(_ record: InodeTable.Record) async throws(FSError) -> StatCache.Node {
         guard record.kind == .file else { return try await probe(record.path) }
-        switch await statResult(objectName(record.path)) {
+        switch await store.statResult(objectName(record.path)) {
         case .success(let info): return .file(info)
         case .failure(.notFound): return .absent
         case .failure(let error): throw failure(error, during: .lookup, "stat", record.path)
-        }
-    }
-
-    /// `stat`, with a reply for another name (a store that normalises
-    /// `a/` to `a`) read as absent.
-    func statResult(_ name: String) async -> Result<ObjectInfo, StoreError> {
-        do {
-            let info = try await store.stat(name)
-            return info.name == name ? .success(info) : .failure(.notFound(name))
-        } catch {
-            return .failure(error)
-        }
-    }
-
-    private func listResult(_ prefix: String) async -> Result<ListPage, StoreError> {
-        do {
-            let started = clock.now
-            // A whole page, not one entry: the opendir that usually follows
-            // a directory's lookup then asks nothing (a directory of up to
-            // 1,000 entries) or goes on from the second page.
-            let page = try await store.list(prefix: prefix, pageToken: nil, maxResults: Self.listPageSize)
-            rememberProbe(of: prefix, page, readAt: started)
-            return .success(page)
-        } catch {
-            return .failure(error)
         }
     }
 }

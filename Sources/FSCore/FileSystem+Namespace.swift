@@ -137,12 +137,7 @@ extension FileSystem {
             }
         }
         if local { return true }
-        do {
-            let page = try await store.list(prefix: objectName(path) + "/", pageToken: nil, maxResults: 2)
-            return !page.items.isEmpty || !page.prefixes.isEmpty || !page.placeholders.isEmpty
-        } catch {
-            throw failure(error, during: .list, "list", below)
-        }
+        return try await listingReader.listsNames(below: path)
     }
 
     /// `path` is gone: cached as absent, its inode unbound, its entry taken
@@ -154,8 +149,7 @@ extension FileSystem {
             s.inodes.unbind(path)
             if directory { s.stats.invalidate(tree: path) }
             s.stats.insert(path, .absent, now: now)
-            amendListing(path, .removed(path), &s)
-            s.listings.remove(PathRules.listingPrefix(objectPrefix, path))
+            s.listings.removed(path)
         }
     }
 }

@@ -139,8 +139,8 @@ extension FileSystem {
             s.inodes.rename(from: source, to: target)
             s.stats.insert(source, .absent, now: now)
             s.stats.insert(target, .file(copied), now: now)
-            amendListing(source, .removed(source), &s)
-            amendListing(target, .file(copied), &s)
+            s.listings.amend(source, .removed)
+            s.listings.amend(target, .file(copied))
         }
         if let staged, let inode, staged.isJournaled { writeJournal(staged, inode: inode) }
     }
@@ -155,7 +155,7 @@ extension FileSystem {
             try await upload(staged, inode: inode, reason: "rename of \(source)")
             try await staged.fetchAll()
         }
-        let objects = try await objectsBelow(source)
+        let objects = try await listingReader.objectsBelow(source)
         let sourceName = objectName(source), targetName = objectName(target)
         let copies = try await forEach(objects, "copy") { (object: ObjectInfo) async throws(StoreError) -> (ObjectInfo, ObjectInfo) in
             let destination = targetName + object.name.dropFirst(sourceName.count)
@@ -185,9 +185,7 @@ extension FileSystem {
             s.inodes.rename(from: source, to: target)
             s.stats.invalidate(tree: source)
             s.stats.invalidate(tree: target)
-            s.listings.removeAll()
-            s.listingHeads.removeAll()
-            s.walks.removeAll()
+            s.listings.removeAll(walks: true)
         }
         for (inode, staged) in pending where staged.isJournaled { writeJournal(staged, inode: inode) }
     }
@@ -213,24 +211,6 @@ extension FileSystem {
             return old
         }
         for reader in replaced { reader.close() }
-    }
-
-    /// Every object whose name starts with `path/`, the placeholder
-    /// `path/` itself included, by walking the delimiter listings.
-    private func objectsBelow(_ path: String) async throws(FSError) -> [ObjectInfo] {
-        var found: [ObjectInfo] = []
-        if case .success(let own) = await statResult(objectName(path) + "/") { found.append(own) }
-        var queue = [objectName(path) + "/"]
-        while let prefix = queue.popLast() {
-            let page = try await wholeListing(of: prefix, path: String(prefix.dropFirst(objectPrefix.count).dropLast()))
-            found += page.items
-            queue += page.prefixes
-            for placeholder in page.placeholders.keys {
-                if case .success(let info) = await statResult(placeholder) { found.append(info) }
-                if !page.prefixes.contains(placeholder) { queue.append(placeholder) }
-            }
-        }
-        return found
     }
 
     /// Runs `body` on every element, `renameWidth` at a time; the first

@@ -26,9 +26,7 @@ extension FileSystem {
     func forgetReplaced(_ path: String, pages: Bool) async {
         let inode = state.withLock { s -> UInt64? in
             s.stats.invalidate(path)
-            let listed = PathRules.listingPrefix(objectPrefix, PathRules.parent(of: path))
-            s.listings.remove(listed)
-            s.listingHeads[listed] = nil
+            s.listings.forget(s.listings.parentListed(path))
             return s.inodes.inode(forPath: path)
         }
         logger.debug("cached attributes dropped: the object changed behind the mount", metadata: [

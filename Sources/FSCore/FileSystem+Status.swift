@@ -64,7 +64,7 @@ extension FileSystem {
                     pending.append(FileSystemStatus.PendingUpload(path: path, size: file.size, state: state, openHandles: file.writeBack.handles))
                 }
             }
-            let counts = (stats: s.stats.count, listings: s.listings.count, entries: s.listings.entryCount, inodes: s.inodes.count)
+            let counts = (stats: s.stats.count, listings: s.listings.cache.count, entries: s.listings.cache.entryCount, inodes: s.inodes.count)
             return (pending.sorted { $0.path < $1.path }, counts)
         }
         // The block cache's index and the read-ahead budget are read after
@@ -101,7 +101,7 @@ extension FileSystem {
     @discardableResult
     public func dropMetadataCaches() -> KernelCacheEntries {
         let (kernel, dropped) = state.withLock { s -> (KernelCacheEntries, Int) in
-            let dropped = s.stats.count + s.listings.entryCount + s.listingHeads.count
+            let dropped = s.stats.count + s.listings.entriesHeld
             var kernel = KernelCacheEntries()
             func addName(_ path: String) {
                 let parent = PathRules.parent(of: path)
@@ -113,8 +113,7 @@ extension FileSystem {
                 kernel.inodes.append(inode)
                 addName(path)
             }
-            s.listings.removeAll()
-            s.listingHeads.removeAll()
+            s.listings.removeAll(walks: false)
             return (kernel, dropped)
         }
         logger.notice("metadata caches dropped", metadata: ["entries": "\(dropped)", "kernelNames": "\(kernel.names.count)"])

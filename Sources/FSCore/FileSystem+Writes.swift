@@ -118,20 +118,13 @@ extension FileSystem {
         mapper.file(staged.state(in: s).view(objectName: objectName(path)), inode: inode)
     }
 
-    /// A new object at `path` (mknod, mkdir, symlink): cached, its
-    /// directory's listing dropped, one lookup counted.
+    /// A new object at `path` (mknod, mkdir, symlink): cached, in its
+    /// directory's listing, one lookup counted.
     func noteCreated(_ path: String, _ node: StatCache.Node) -> EntryReply {
         let now = clock.now
         return state.withLock { s in
             s.stats.insert(path, node, now: now)
-            switch node {
-            case .file(let info): amendListing(path, .file(info), &s)
-            case .directory(let placeholder):
-                amendListing(path, .directory(placeholder: placeholder), &s)
-                // A new directory is empty: its listing is known.
-                keepListing(PathRules.listingPrefix(objectPrefix, path), ListingCache.Listing(readAt: now), &s)
-            case .absent: break
-            }
+            s.listings.created(path, node, now: now)
             let inode = s.inodes.lookup(path, kind: node.kind!)
             return entryReply(attributes(node, inode: inode, s)!)
         }

@@ -12,7 +12,8 @@ import Glibc
 /// docs/semantics.md (what the mount shows, writing, failures, errnos).
 ///
 /// The operations are split by family: `FileSystem+Lookup`,
-/// `FileSystem+Directories`, `FileSystem+Files`.
+/// `FileSystem+Directories`, `FileSystem+Files`. Directories' listings
+/// are a component of their own (`Listings/`: `Listings`, `ListingReader`).
 public final class FileSystem: FileSystemOperations {
     let store: any ObjectStore
     let options: MountOptions
@@ -50,19 +51,9 @@ public final class FileSystem: FileSystemOperations {
         /// Files being written, by inode (shared by all their handles).
         var staged: [UInt64: StagedFile] = [:]
         var nextStagedID: UInt64 = 0
-        /// Recent full listings by listed prefix, reused by opendir within
-        /// statTTL (as attributes are), so a second `ls -l` asks nothing.
-        var listings: ListingCache
-        /// Subtrees being listed flat (`TreeWalk`, `WalkSchedule`), by the
-        /// root's listed prefix.
-        var walks: [String: ActiveWalk] = [:]
-        var nextWalkID: UInt64 = 0
-        /// The server returned names outside a walk's key range: walks
-        /// list whole subtrees, without offsets, from then on.
-        var listingOffsetsIgnored = false
-        /// First pages of listings read by lookups' probes, by listed
-        /// prefix, so the opendir that follows goes on from the second.
-        var listingHeads: [String: ListingHead] = [:]
+        /// Directories' listings and the walks that fill them (see
+        /// `Listings`; read by `listingReader`).
+        var listings: Listings
         /// Shared by directory and file handles, never reused.
         var nextHandle: UInt64 = 1
         /// The write-back state of each staged file, by its id (see
@@ -74,19 +65,6 @@ public final class FileSystem: FileSystemOperations {
         var directoryTimes: [UInt64: Timestamp] = [:]
     }
 
-    /// A walk under way and its page requests in flight, by range.
-    struct ActiveWalk: Sendable {
-        let id: UInt64
-        var schedule: WalkSchedule
-        var fetches: [Int: Task<Void, Never>] = [:]
-    }
-
-    /// The first page of a listing that has more.
-    struct ListingHead: Sendable {
-        let page: ListPage
-        let readAt: Duration
-    }
-
     // A leaf of the lock order (docs/architecture.md#lock-order): no lock
     // is taken while it is held (the staged files' write-back states and
     // the directory times live in it; clock readings are taken before,
@@ -94,6 +72,9 @@ public final class FileSystem: FileSystemOperations {
     // every operation reads what it needs, releases, awaits the store,
     // then re-locks and re-checks. Debug builds check both.
     let state: OrderedLock<State>
+    /// Reads the listings `State.listings` lacks (opendir, walks, lookups'
+    /// relistings), with the store, the clock and this state lock.
+    let listingReader: ListingReader
 
     /// - Parameters:
     ///   - clock: monotonic time for TTLs (tests pass FSCoreTesting's `ManualClock`).
@@ -150,11 +131,13 @@ public final class FileSystem: FileSystemOperations {
             // of both can be pending at once (a fresh clone's CI saw a late
             // request 17 MiB behind the furthest with 16 MiB windows).
             blockSize: Int64(blockCache?.blockSize ?? 1 << 20), seekTolerance: max(2 << 20, 2 * options.kernelReadAhead))
-        self.state = OrderedLock("file system state", State(
+        let state = OrderedLock("file system state", State(
             stats: StatCache(
                 ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL),
                 capacity: options.statCacheCapacity),
-            listings: ListingCache(maxEntries: options.statCacheCapacity)))
+            listings: Listings(.init(options, store), maxEntries: options.statCacheCapacity)))
+        self.state = state
+        self.listingReader = ListingReader(store: store, clock: clock, logger: logger, state: state, options: options)
         retrier?.attach(
             isBeingWritten: { [weak self] object in self?.isBeingWritten(object) ?? false },
             uploaded: { [weak self] object, info in self?.noteRecovered(object, info) })
@@ -201,31 +184,17 @@ public final class FileSystem: FileSystemOperations {
 
     /// What `stat` shows for `node` (`s`: the state, locked by the caller).
     func attributes(_ node: StatCache.Node, inode: UInt64, _ s: borrowing State) -> FileAttributes? {
-        switch node {
-        case .file(let info): return mapper.file(info, inode: inode)
-        case .directory(let placeholder):
-            return mapper.directory(placeholder: placeholder, inode: inode, changed: s.directoryTimes[inode])
-        case .absent: return nil
-        }
+        mapper.attributes(node, inode: inode, changed: s.directoryTimes[inode])
     }
 
     func entryReply(_ attributes: FileAttributes) -> EntryReply {
-        EntryReply(attributes: attributes, entryTimeout: options.kernelTimeout, attributeTimeout: options.kernelTimeout)
+        EntryReply(attributes, timeout: options.kernelTimeout)
     }
 
-    /// The errno for a store failure, logged with its cause. Absence is
-    /// routine (shells probe for files), so it is only logged at debug.
+    /// The errno for a store failure, logged with its cause (see
+    /// `FSError.logged`).
     func failure(_ error: StoreError, during storeOperation: StoreOperation, _ operation: String, _ path: String) -> FSError {
-        let failure = FSError(error, during: storeOperation, "\(operation) \(objectName(path))")
-        if case .notFound = error {
-            logger.debug("\(failure)")
-        } else {
-            logger.warning("\(operation) failed", metadata: [
-                "operation": "\(operation)", "path": "/\(path)", "object": "\(objectName(path))", "cause": "\(error)",
-                "errno": "\(failure.errno)",
-            ])
-        }
-        return failure
+        .logged(error, during: storeOperation, operation, path: path, object: objectName(path), logger: logger)
     }
 
     // MARK: - statfs

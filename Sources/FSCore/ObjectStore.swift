@@ -85,6 +85,17 @@ extension ObjectStore {
             token = page.nextPageToken
         } while token != nil
     }
+
+    /// `stat`, with a reply for another name (a store that normalises
+    /// `a/` to `a`) read as absent.
+    func statResult(_ name: String) async -> Result<ObjectInfo, StoreError> {
+        do {
+            let info = try await stat(name)
+            return info.name == name ? .success(info) : .failure(.notFound(name))
+        } catch {
+            return .failure(error)
+        }
+    }
 }
 
 /// Where a store falls short of the Cloud Storage JSON API, so the core
@@ -180,7 +191,7 @@ public struct ListPage: Sendable, Equatable {
     /// The placeholder objects of listed prefixes, by prefix ("a/b/"): an
     /// explicit directory's mode, owner and times are in its placeholder's
     /// custom metadata. A store whose listings cannot return them (v0) has
-    /// none here; the file system stats them (`withEntryMetadata`).
+    /// none here; the file system stats them (`ListingReader.withEntryMetadata`).
     public var placeholders: [String: ObjectInfo]
     public var nextPageToken: String?
 

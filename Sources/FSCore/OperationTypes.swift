@@ -105,6 +105,11 @@ public struct EntryReply: Sendable, Equatable {
         self.entryTimeout = entryTimeout
         self.attributeTimeout = attributeTimeout
     }
+
+    /// A reply the kernel may cache, binding and attributes, for `timeout`.
+    init(_ attributes: FileAttributes, timeout: Double) {
+        self.init(attributes: attributes, entryTimeout: timeout, attributeTimeout: timeout)
+    }
 }
 
 public struct AttributesReply: Sendable, Equatable {

@@ -247,7 +247,7 @@ extension FileSystem {
         let now = clock.now
         state.withLock { s in
             s.stats.insert(path, .file(info), now: now)
-            amendListing(path, .file(info), &s)
+            s.listings.amend(path, .file(info))
         }
     }
 }

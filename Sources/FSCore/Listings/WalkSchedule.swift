@@ -35,7 +35,8 @@
 /// on (as before ranges).
 ///
 /// A pure value: its events return the requests to make, which the owner
-/// (`FileSystem`) makes outside its lock and feeds back as `pageRead`.
+/// (`Listings`, whose `ListingReader` reads the pages outside the lock)
+/// makes and feeds back as `pageRead`.
 struct WalkSchedule: Sendable {
     /// A page to request: of range `range`, names in [startOffset,
     /// endOffset) below the root, after `pageToken`.

@@ -11,7 +11,7 @@ import Foundation
 /// N entries cost N requests but about N / width round trips. Without the
 /// placeholder's stat a directory would show the mount's default mode and
 /// owner instead of its own (a 0700 directory would open up to others).
-extension FileSystem {
+extension ListingReader {
     /// `page` with full metadata for every item and the placeholder of
     /// every prefix that has one: from the stat cache when fresh, else from
     /// the store. An item deleted since it was listed is left out, and so
@@ -40,7 +40,7 @@ extension FileSystem {
         }
         let missing = (page.items.map(\.name) + page.prefixes).filter { known[$0] == nil }
         let store = self.store
-        let fetched = await boundedConcurrently(missing, width: options.listingStatWidth) { name async throws(StoreError) in
+        let fetched = await boundedConcurrently(missing, width: statWidth) { name async throws(StoreError) in
             try await store.stat(name)
         }
         var byName = known
@@ -66,7 +66,4 @@ extension FileSystem {
         for prefix in page.prefixes { complete.placeholders[prefix] = byName[prefix] }
         return complete
     }
-
-    /// The mount path of object `name` (below the mounted prefix).
-    func mountPath(_ name: String) -> String { String(name.dropFirst(objectPrefix.count)) }
 }

@@ -26,8 +26,9 @@
 /// one consumed are skipped too, so a listing started again from the last
 /// name (after `narrow`) or one repeated by the server costs nothing.
 ///
-/// A pure value, driven by `FileSystem` (which fetches the pages and keeps
-/// the listings in its `ListingCache`), so tests feed it pages directly.
+/// A pure value, driven by `Listings` (whose `ListingReader` fetches the
+/// pages, and which keeps the listings in its `ListingCache`), so tests
+/// feed it pages directly.
 struct TreeWalk: Sendable {
     /// The listed prefix of the walk's root directory ("" or ends in "/").
     let root: String

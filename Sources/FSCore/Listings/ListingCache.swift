@@ -1,3 +1,5 @@
+import Logging
+
 /// Complete listings of directories, by listed prefix, reused by opendir
 /// (within statTTL) and by lookups of names a fresh listing does not hold.
 ///
@@ -70,6 +72,37 @@ struct ListingCache: Sendable {
         /// Whether the object `name` or the directory `name/` is listed.
         func holds(_ name: String) -> Bool {
             items[name] != nil || prefixes.contains(name + "/")
+        }
+
+        /// The entries of the listing of `listed`, by name, sorted, each
+        /// marked `false` (listed, not a file being written: opendir merges
+        /// those). A prefix and an object of the same name: the directory
+        /// wins and the object is hidden. Built as one array and sorted
+        /// once: at 100,000 entries a dictionary by name (then sorted) cost
+        /// a third of opendir's time after the last page.
+        func children(under listed: String, logger: Logger) -> [(String, StatCache.Node, Bool)] {
+            var children: [(String, StatCache.Node, Bool)] = []
+            children.reserveCapacity(entryCount)
+            for item in items.values {
+                guard let name = PathRules.entryName(ofItem: item.name, under: listed) else {
+                    logger.debug("skipping object that cannot be a file", metadata: ["object": "\(item.name)"])
+                    continue
+                }
+                if !prefixes.isEmpty, prefixes.contains(item.name + "/") {
+                    logger.debug("object hidden by a directory of the same name", metadata: ["object": "\(item.name)"])
+                    continue
+                }
+                children.append((String(name), .file(item), false))
+            }
+            for prefix in prefixes {
+                guard let name = PathRules.entryName(ofPrefix: prefix, under: listed) else {
+                    logger.debug("skipping prefix that cannot be a directory", metadata: ["prefix": "\(prefix)"])
+                    continue
+                }
+                children.append((String(name), .directory(placeholder: placeholders[prefix]), false))
+            }
+            children.sort { $0.0 < $1.0 }
+            return children
         }
     }
 

@@ -1,0 +1,160 @@
+import Logging
+
+/// The listings' I/O: reads from the store what `Listings` (in
+/// `FileSystem.State`) lacks and feeds it back under the state lock:
+/// opendir's whole listing of a directory, the page that relists a small
+/// directory for a lookup, the pages of walks (`ListingReader+Walks.swift`)
+/// and the stats that complete a listing without metadata
+/// (`ListingReader+EntryMetadata.swift`). It has the store, the clock and
+/// the state lock, and nothing else of the file system: the lock is taken
+/// only to ask or change `Listings` (and, for the metadata, the stat
+/// cache), never across an await.
+struct ListingReader: Sendable {
+    let store: any ObjectStore
+    let clock: any MonotonicClock
+    let logger: Logger
+    let state: OrderedLock<FileSystem.State>
+    /// statTTL (zero: no listing is kept).
+    let ttl: Duration
+    /// `MountOptions.objectPrefix`: the mount path of an object is its
+    /// name without it.
+    let objectPrefix: String
+    /// Stats that complete a listing without metadata, at once
+    /// (`MountOptions.listingStatWidth`).
+    let statWidth: Int
+
+    init(store: any ObjectStore, clock: any MonotonicClock, logger: Logger, state: OrderedLock<FileSystem.State>, options: MountOptions) {
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+        self.state = state
+        self.ttl = Duration(seconds: options.statTTL)
+        self.objectPrefix = options.objectPrefix
+        self.statWidth = options.listingStatWidth
+    }
+
+    /// Every page of the listing of `listed` (the directory at mount path
+    /// `path`): the cached one when it is younger than statTTL (0 turns the
+    /// cache off), else from a walk of the subtree it lies in (`TreeWalk`),
+    /// else listed page by page (going on from the first page a lookup's
+    /// probe just read, if any).
+    func listing(of listed: String, path: String) async throws(FSError) -> ListingCache.Listing {
+        let started = clock.now
+        guard ttl > .zero else {
+            let whole = try await wholeListing(of: listed, path: path)
+            return ListingCache.Listing(whole, readAt: started)
+        }
+        let (cached, head, walkStarted) = state.withLock { s in
+            s.listings.opening(listed, path: path, now: started, launch: launch)
+        }
+        if let walkStarted {
+            logger.debug("walking a subtree with flat listings", metadata: ["prefix": "\(walkStarted)"])
+        }
+        if let cached { return cached }
+        if head == nil, let walked = try await listingFromWalk(listed) { return walked }
+        let whole = try await withEntryMetadata(wholeListing(of: listed, path: path, after: head?.page), listed: listed)
+        let listing = ListingCache.Listing(whole, readAt: head?.readAt ?? started, completedAt: clock.now)
+        state.withLock { $0.listings.keep(listed, listing) }
+        return listing
+    }
+
+    /// Every page of the listing of `listed` (the directory at mount path
+    /// `path`), as one page; after `head` (its first page) when given.
+    func wholeListing(of listed: String, path: String, after head: ListPage? = nil) async throws(FSError) -> ListPage {
+        var whole = head ?? ListPage(prefixes: [], items: [])
+        let token = head?.nextPageToken
+        whole.nextPageToken = nil
+        if head != nil && token == nil { return whole }
+        do {
+            try await store.listPages(prefix: listed, after: token, maxResults: Listings.pageSize) { page in
+                whole.prefixes += page.prefixes
+                whole.items += page.items
+                whole.placeholders.merge(page.placeholders) { _, later in later }
+            }
+        } catch {
+            throw failure(error, during: .list, "list", path + "/")
+        }
+        return whole
+    }
+
+    /// Every object whose name starts with `path/`, the placeholder
+    /// `path/` itself included, by walking the delimiter listings.
+    func objectsBelow(_ path: String) async throws(FSError) -> [ObjectInfo] {
+        var found: [ObjectInfo] = []
+        if case .success(let own) = await store.statResult(objectPrefix + path + "/") { found.append(own) }
+        var queue = [objectPrefix + path + "/"]
+        while let prefix = queue.popLast() {
+            let page = try await wholeListing(of: prefix, path: String(mountPath(prefix).dropLast()))
+            found += page.items
+            queue += page.prefixes
+            for placeholder in page.placeholders.keys {
+                if case .success(let info) = await store.statResult(placeholder) { found.append(info) }
+                if !page.prefixes.contains(placeholder) { queue.append(placeholder) }
+            }
+        }
+        return found
+    }
+
+    /// What `path` is, from a new listing of its directory, when the mount
+    /// keeps a listing of it that is too old to answer and small (one
+    /// page): one request that answers this lookup and, for the next
+    /// negative TTL, every other name there. A program creating many files
+    /// in one directory (a shell loop, `tar x`, `cp -r` into the mount)
+    /// then costs one listing per negative TTL instead of a probe (three
+    /// requests) per new name. nil: no such listing; the caller probes.
+    func relistedNode(_ path: String) async throws(FSError) -> StatCache.Node? {
+        let directory = PathRules.parent(of: path)
+        let listed = PathRules.listingPrefix(objectPrefix, directory)
+        guard ttl > .zero, store.capabilities.listingsCarryMetadata,
+            let old = state.withLock({ $0.listings.cache[listed] }), old.entryCount < Listings.pageSize
+        else { return nil }
+        let started = clock.now
+        let page: ListPage
+        do {
+            page = try await store.list(prefix: listed, pageToken: nil, maxResults: Listings.pageSize)
+        } catch {
+            throw failure(error, during: .lookup, "list", directory + "/")
+        }
+        guard page.nextPageToken == nil else { return nil }
+        let listing = ListingCache.Listing(page, readAt: started, completedAt: clock.now)
+        return state.withLock { s in
+            s.listings.keep(listed, listing)
+            return s.listings.node(path, now: started)
+        }
+    }
+
+    /// The first page of the listing of `prefix`, for a lookup's probe
+    /// (whether a directory has names below it), kept for opendir.
+    func probe(_ prefix: String) async -> Result<ListPage, StoreError> {
+        do {
+            let started = clock.now
+            // A whole page, not one entry: the opendir that usually follows
+            // a directory's lookup then asks nothing (a directory of up to
+            // 1,000 entries) or goes on from the second page.
+            let page = try await store.list(prefix: prefix, pageToken: nil, maxResults: Listings.pageSize)
+            if ttl > .zero { state.withLock { $0.listings.keepProbe(of: prefix, page, readAt: started) } }
+            return .success(page)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Whether the store lists any name below directory `path` (one
+    /// small page: an object, a subdirectory or a placeholder).
+    func listsNames(below path: String) async throws(FSError) -> Bool {
+        do {
+            let page = try await store.list(prefix: objectPrefix + path + "/", pageToken: nil, maxResults: 2)
+            return !page.items.isEmpty || !page.prefixes.isEmpty || !page.placeholders.isEmpty
+        } catch {
+            throw failure(error, during: .list, "list", path + "/")
+        }
+    }
+
+    /// The mount path of object `name` (below the mounted prefix).
+    func mountPath(_ name: String) -> String { String(name.dropFirst(objectPrefix.count)) }
+
+    /// The errno for a store failure at mount path `path`, logged.
+    func failure(_ error: StoreError, during storeOperation: StoreOperation, _ operation: String, _ path: String) -> FSError {
+        .logged(error, during: storeOperation, operation, path: path, object: objectPrefix + path, logger: logger)
+    }
+}

@@ -66,6 +66,15 @@ public enum ExtendedAttributeName: Sendable, Equatable {
     public static func isServed(_ name: String) -> Bool {
         name.hasPrefix(customPrefix) || name.hasPrefix(propertyPrefix)
     }
+
+    /// Whether the value depends on the object (else the answer is known
+    /// without looking: EOPNOTSUPP or ENODATA).
+    var isObjectMetadata: Bool {
+        switch self {
+        case .custom, .property: return true
+        case .reservedKey, .unknownProperty, .unsupportedNamespace: return false
+        }
+    }
 }
 
 /// The standard properties of an object, named as in the seeds'

@@ -87,13 +87,7 @@ extension FileSystem {
         for attempt in 1...2 {
             try check(current)
             try ExtendedAttributeRules.checkTotal(patch, on: current?.customMetadata ?? [:])
-            let result: Result<ObjectInfo, StoreError>
-            if let current {
-                result = await patchResult(object, patch, ifMetagenerationMatch: current.metageneration)
-            } else {
-                result = await createPlaceholder(object, carrying: patch)
-            }
-            switch result {
+            switch await ObjectMetadataWriter(store: store).apply(patch, to: object, current: current) {
             case .success(let updated):
                 remember(updated, for: record, now: clock.now)
                 state.withLock { $0.staged[inode] }?.rebase(updated)
@@ -178,52 +172,6 @@ extension FileSystem {
                 s.stats.insert(record.path, .file(info), now: now)
                 s.listings.amend(record.path, .file(info))
             }
-        }
-    }
-
-    private func patchResult(_ object: String, _ patch: MetadataPatch, ifMetagenerationMatch: Int64) async -> Result<ObjectInfo, StoreError> {
-        do {
-            return .success(try await store.patch(object, patch, ifMetagenerationMatch: ifMetagenerationMatch))
-        } catch {
-            return .failure(error)
-        }
-    }
-
-    /// Uploads the placeholder `object` of an implicit directory, only if
-    /// it is still absent, carrying `patch`: custom keys and contentType
-    /// travel with the upload; other properties follow in one PATCH.
-    /// Deletions are moot on a new object.
-    private func createPlaceholder(_ object: String, carrying patch: MetadataPatch) async -> Result<ObjectInfo, StoreError> {
-        let options = PutOptions(
-            contentType: patch.contentType ?? nil, customMetadata: patch.customMetadata.compactMapValues { $0 }, ifGenerationMatch: 0)
-        var rest = MetadataPatch()
-        rest.cacheControl = Self.setValue(patch.cacheControl)
-        rest.contentDisposition = Self.setValue(patch.contentDisposition)
-        rest.contentEncoding = Self.setValue(patch.contentEncoding)
-        rest.contentLanguage = Self.setValue(patch.contentLanguage)
-        do {
-            let created = try await store.put(object, from: nil, options: options)
-            guard rest != MetadataPatch() else { return .success(created) }
-            return .success(try await store.patch(object, rest, ifMetagenerationMatch: created.metageneration))
-        } catch {
-            return .failure(error)
-        }
-    }
-
-    /// A property change that sets a value, or nil for none or a deletion.
-    private static func setValue(_ change: String??) -> String?? {
-        if case .some(.some(let value)) = change { return .some(value) }
-        return nil
-    }
-}
-
-extension ExtendedAttributeName {
-    /// Whether the value depends on the object (else the answer is known
-    /// without looking: EOPNOTSUPP or ENODATA).
-    var isObjectMetadata: Bool {
-        switch self {
-        case .custom, .property: return true
-        case .reservedKey, .unknownProperty, .unsupportedNamespace: return false
         }
     }
 }

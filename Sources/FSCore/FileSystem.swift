@@ -131,13 +131,15 @@ public final class FileSystem: FileSystemOperations {
             // of both can be pending at once (a fresh clone's CI saw a late
             // request 17 MiB behind the furthest with 16 MiB windows).
             blockSize: Int64(blockCache?.blockSize ?? 1 << 20), seekTolerance: max(2 << 20, 2 * options.kernelReadAhead))
+        let listings = Listings.Configuration(options, store)
         let state = OrderedLock("file system state", State(
             stats: StatCache(
                 ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL),
                 capacity: options.statCacheCapacity),
-            listings: Listings(.init(options, store), maxEntries: options.statCacheCapacity)))
+            listings: Listings(listings, maxEntries: options.statCacheCapacity)))
         self.state = state
-        self.listingReader = ListingReader(store: store, clock: clock, logger: logger, state: state, options: options)
+        self.listingReader = ListingReader(
+            store: store, clock: clock, logger: logger, state: state, configuration: listings, statWidth: options.listingStatWidth)
         retrier?.attach(
             isBeingWritten: { [weak self] object in self?.isBeingWritten(object) ?? false },
             uploaded: { [weak self] object, info in self?.noteRecovered(object, info) })

@@ -14,24 +14,12 @@ struct ListingReader: Sendable {
     let clock: any MonotonicClock
     let logger: Logger
     let state: OrderedLock<FileSystem.State>
-    /// statTTL (zero: no listing is kept).
-    let ttl: Duration
-    /// `MountOptions.objectPrefix`: the mount path of an object is its
-    /// name without it.
-    let objectPrefix: String
+    /// The very configuration `Listings` has (statTTL, zero: no listing is
+    /// kept; the object prefix; whether listings carry metadata).
+    let configuration: Listings.Configuration
     /// Stats that complete a listing without metadata, at once
     /// (`MountOptions.listingStatWidth`).
     let statWidth: Int
-
-    init(store: any ObjectStore, clock: any MonotonicClock, logger: Logger, state: OrderedLock<FileSystem.State>, options: MountOptions) {
-        self.store = store
-        self.clock = clock
-        self.logger = logger
-        self.state = state
-        self.ttl = Duration(seconds: options.statTTL)
-        self.objectPrefix = options.objectPrefix
-        self.statWidth = options.listingStatWidth
-    }
 
     /// Every page of the listing of `listed` (the directory at mount path
     /// `path`): the cached one when it is younger than statTTL (0 turns the
@@ -40,7 +28,7 @@ struct ListingReader: Sendable {
     /// probe just read, if any).
     func listing(of listed: String, path: String) async throws(FSError) -> ListingCache.Listing {
         let started = clock.now
-        guard ttl > .zero else {
+        guard configuration.ttl > .zero else {
             let whole = try await wholeListing(of: listed, path: path)
             return ListingCache.Listing(whole, readAt: started)
         }
@@ -81,8 +69,8 @@ struct ListingReader: Sendable {
     /// `path/` itself included, by walking the delimiter listings.
     func objectsBelow(_ path: String) async throws(FSError) -> [ObjectInfo] {
         var found: [ObjectInfo] = []
-        if case .success(let own) = await store.statResult(objectPrefix + path + "/") { found.append(own) }
-        var queue = [objectPrefix + path + "/"]
+        if case .success(let own) = await store.statResult(configuration.objectPrefix + path + "/") { found.append(own) }
+        var queue = [configuration.objectPrefix + path + "/"]
         while let prefix = queue.popLast() {
             let page = try await wholeListing(of: prefix, path: String(mountPath(prefix).dropLast()))
             found += page.items
@@ -104,8 +92,8 @@ struct ListingReader: Sendable {
     /// requests) per new name. nil: no such listing; the caller probes.
     func relistedNode(_ path: String) async throws(FSError) -> StatCache.Node? {
         let directory = PathRules.parent(of: path)
-        let listed = PathRules.listingPrefix(objectPrefix, directory)
-        guard ttl > .zero, store.capabilities.listingsCarryMetadata,
+        let listed = PathRules.listingPrefix(configuration.objectPrefix, directory)
+        guard configuration.ttl > .zero, configuration.carryMetadata,
             let old = state.withLock({ $0.listings.cache[listed] }), old.entryCount < Listings.pageSize
         else { return nil }
         let started = clock.now
@@ -132,7 +120,7 @@ struct ListingReader: Sendable {
             // a directory's lookup then asks nothing (a directory of up to
             // 1,000 entries) or goes on from the second page.
             let page = try await store.list(prefix: prefix, pageToken: nil, maxResults: Listings.pageSize)
-            if ttl > .zero { state.withLock { $0.listings.keepProbe(of: prefix, page, readAt: started) } }
+            if configuration.ttl > .zero { state.withLock { $0.listings.keepProbe(of: prefix, page, readAt: started) } }
             return .success(page)
         } catch {
             return .failure(error)
@@ -143,7 +131,7 @@ struct ListingReader: Sendable {
     /// small page: an object, a subdirectory or a placeholder).
     func listsNames(below path: String) async throws(FSError) -> Bool {
         do {
-            let page = try await store.list(prefix: objectPrefix + path + "/", pageToken: nil, maxResults: 2)
+            let page = try await store.list(prefix: configuration.objectPrefix + path + "/", pageToken: nil, maxResults: 2)
             return !page.items.isEmpty || !page.prefixes.isEmpty || !page.placeholders.isEmpty
         } catch {
             throw failure(error, during: .list, "list", path + "/")
@@ -151,10 +139,10 @@ struct ListingReader: Sendable {
     }
 
     /// The mount path of object `name` (below the mounted prefix).
-    func mountPath(_ name: String) -> String { String(name.dropFirst(objectPrefix.count)) }
+    func mountPath(_ name: String) -> String { String(name.dropFirst(configuration.objectPrefix.count)) }
 
     /// The errno for a store failure at mount path `path`, logged.
     func failure(_ error: StoreError, during storeOperation: StoreOperation, _ operation: String, _ path: String) -> FSError {
-        .logged(error, during: storeOperation, operation, path: path, object: objectPrefix + path, logger: logger)
+        .logged(error, during: storeOperation, operation, path: path, object: configuration.objectPrefix + path, logger: logger)
     }
 }

@@ -106,11 +106,9 @@ enum ListingParser {
                 guard try literal("null") else { throw Unusual() }
                 return nil
             default:
-                let start = i
-                while i < bytes.count, Self.isNumberByte(bytes[i]) { i += 1 }
                 // Only plain integers; a fraction or exponent goes to
                 // JSONSerialization (which would make it an NSNumber).
-                guard let value = Int64(String(decoding: bytes[start..<i], as: UTF8.self)) else { throw Unusual() }
+                guard let value = Int64(String(decoding: try number(), as: UTF8.self)) else { throw Unusual() }
                 return value
             }
         }
@@ -245,10 +243,7 @@ enum ListingParser {
             case UInt8(ascii: "t"): guard try literal("true") else { throw Unusual() }
             case UInt8(ascii: "f"): guard try literal("false") else { throw Unusual() }
             case UInt8(ascii: "n"): guard try literal("null") else { throw Unusual() }
-            default:
-                let start = i
-                while i < bytes.count, Self.isNumberByte(bytes[i]) { i += 1 }
-                guard i > start else { throw Unusual() }
+            default: _ = try number()
             }
         }
 
@@ -283,13 +278,20 @@ enum ListingParser {
             }
         }
 
-        private static func isNumberByte(_ byte: UInt8) -> Bool {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
-                UInt8(ascii: "e"), UInt8(ascii: "E"):
-                true
-            default: false
+        /// The bytes of a number (digits, sign, point, exponent), consumed;
+        /// none there is unusual.
+        private mutating func number() throws(Unusual) -> ArraySlice<UInt8> {
+            let start = i
+            scan: while i < bytes.count {
+                switch bytes[i] {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
+                    UInt8(ascii: "e"), UInt8(ascii: "E"):
+                    i += 1
+                default: break scan
+                }
             }
+            guard i > start else { throw Unusual() }
+            return bytes[start..<i]
         }
 
         /// UTF-8 bytes as a String; invalid UTF-8 is unusual.

@@ -35,6 +35,23 @@ struct ListingPathTests {
         return files
     }
 
+    /// find over a tree of n³ files seeded in an in-memory store, through
+    /// `wrap` of it (a store that differs in one way); returns the store,
+    /// its counters counting from after the lookup of tree/, the files
+    /// found and the files seeded.
+    private func findTree(
+        _ n: Int, through wrap: (InMemoryObjectStore) -> any ObjectStore
+    ) async throws -> (store: InMemoryObjectStore, found: Set<String>, seeded: Set<String>) {
+        let inner = InMemoryObjectStore()
+        let names = seedTree(inner, n)
+        let h = try Harness(store: inner)
+        let fs = FileSystem(store: wrap(inner), options: MountOptions(uid: 1000, gid: 1000), clock: h.clock)
+        let tree = try await fs.lookup(parent: InodeTable.root, name: "tree")
+        inner.resetCounters()
+        let found = try await find(Harness(store: inner, fs: fs, clock: h.clock), tree.attributes.inode, "tree")
+        return (inner, found, names)
+    }
+
     // Checks semantics.md#shows-tree-walks
     @Test func findOverATreeListsItFlatAfterTheSecondSubdirectory() async throws {
         let h = try Harness()
@@ -54,14 +71,8 @@ struct ListingPathTests {
         struct Delimited: ForwardingStore {
             let inner: InMemoryObjectStore
         }
-        let inner = InMemoryObjectStore()
-        let names = seedTree(inner, 3)
-        let h = try Harness(store: inner)
-        let fs = FileSystem(store: Delimited(inner: inner), options: MountOptions(uid: 1000, gid: 1000), clock: h.clock)
-        let tree = try await fs.lookup(parent: InodeTable.root, name: "tree")
-        inner.resetCounters()
-        let other = Harness(store: inner, fs: fs, clock: h.clock)
-        #expect(try await find(other, tree.attributes.inode, "tree") == names)
+        let (inner, found, names) = try await findTree(3) { Delimited(inner: $0) }
+        #expect(found == names)
         #expect(inner.requestCount(.listFlat) == 0 && inner.requestCount(.list) == 12, "one listing per directory")
     }
 
@@ -121,14 +132,8 @@ struct ListingPathTests {
                 try await inner.listFlat(prefix: prefix, startOffset: nil, endOffset: nil, pageToken: pageToken, maxResults: maxResults)
             }
         }
-        let inner = InMemoryObjectStore()
-        let names = seedTree(inner, 4)
-        let h = try Harness(store: inner)
-        let fs = FileSystem(store: NoOffsets(inner: inner), options: MountOptions(uid: 1000, gid: 1000), clock: h.clock)
-        let tree = try await fs.lookup(parent: InodeTable.root, name: "tree")
-        inner.resetCounters()
-        let other = Harness(store: inner, fs: fs, clock: h.clock)
-        #expect(try await find(other, tree.attributes.inode, "tree") == names)
+        let (inner, found, names) = try await findTree(4) { NoOffsets(inner: $0) }
+        #expect(found == names)
         // The walk of d0 from e1 got d0 from its first name, and went on
         // as a walk without ranges; so did the walk of tree/ at d1.
         #expect(inner.requestCount(.listFlat) == 2)

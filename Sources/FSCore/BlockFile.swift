@@ -72,22 +72,31 @@ enum BlockFile {
 
     /// `count` bytes at `offset`, read into a buffer that is not zeroed
     /// first (a block is read whole on a hit: clearing it before would
-    /// cost a pass over it for nothing).
+    /// cost a pass over it for nothing). Blocks come from `ReadBuffers`:
+    /// a fresh 1 MiB allocation per hit is fresh pages, and faulting them
+    /// in cost as much as the checksum of the block.
     static func readExactly(_ fd: Int32, count: Int, at offset: Int64) -> Data? {
         guard count > 0 else { return Data() }
-        guard let buffer = malloc(count) else { return nil }
+        let pool = ReadBuffers.shared
+        let size = pool.serves(count) ? pool.sizeClass(for: count) : count
+        let buffer = pool.serves(count) ? pool.take(size) : malloc(count)
+        guard let buffer else { return nil }
+        func release() {
+            if pool.serves(count) { pool.recycle(buffer, size) } else { free(buffer) }
+        }
         var done = 0
         while done < count {
             let n = pread(fd, buffer + done, count - done, off_t(offset) + off_t(done))
             if n < 0 && wasInterrupted(errno) { continue }
             guard n > 0 else {
-                free(buffer)
+                release()
                 return nil
             }
             done += n
         }
-        // The Data owns the malloc'd buffer from here and frees it.
-        return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
+        // The Data owns the buffer from here, and frees or recycles it
+        // when its last copy or slice goes.
+        return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { _, _ in release() })
     }
 
     private static func writeAll(_ fd: Int32, _ data: Data) -> Bool {

@@ -294,7 +294,8 @@ final class FileReader: Sendable {
     }
 
     /// Hands the whole blocks of `data` (starting at block-aligned
-    /// `start`) to the block cache.
+    /// `start`) to the block cache, their memory charged to the read-ahead
+    /// budget until they are written.
     private func keep(_ data: Data, at start: Int64) {
         guard let cache, start % blockSize == 0 else { return }
         var blocks: [(key: BlockCache.Key, range: Range<Int>)] = []
@@ -306,7 +307,7 @@ final class FileReader: Sendable {
             blocks.append((key(block), offset..<(offset + length)))
             offset += length
         }
-        if !blocks.isEmpty { cache.store(blocks: blocks, of: data) }
+        if !blocks.isEmpty { cache.store(blocks: blocks, of: data, charging: budget) }
     }
 
     private func key(_ block: Int64) -> BlockCache.Key {

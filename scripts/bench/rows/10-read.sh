@@ -102,6 +102,9 @@ read_fs() {
     # cache, so this read goes to the network again).
     cache="$WORK/cache-$col-read-$RTT"
     if [[ "$col" == bucketfs ]]; then
+        # A block the cold read could not cache (its write queue was full)
+        # is a download again in the re-read: say how many there are.
+        log "block cache before the re-read: $(find "$cache/blocks" -type f | wc -l) block files of $BIG_MIB"
         CUR_COL=bucketfs
         mount_bucketfs reread "$BASE" "$cache" "${BUCKETFS_FLAGS[@]}" || { fail_cells "$col" "mount failed" reread_block; unmount_current; return 0; }
     else

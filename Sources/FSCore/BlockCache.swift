@@ -157,36 +157,27 @@ public final class BlockCache: Sendable {
     }
 
     /// Queues the blocks at `ranges` of one downloaded buffer for writing in
-    /// the background, all readable from memory at once. The blocks are
-    /// slices of the buffer and keep all of it alive until written, so the
-    /// whole buffer is what they cost. That memory is charged to `budget`
-    /// (the read-ahead budget) while it has room, and released when the
-    /// writes land; else to the queue's own `maxPendingBytes`; with room
-    /// in neither, the blocks are not cached.
-    ///
-    /// Why the budget: a writer that falls behind the network (two busy
-    /// cores, a slow disk) then takes memory from the read-ahead, which
-    /// slows down, instead of its blocks being dropped and downloaded
-    /// again by the next read. With only the 32 MiB queue, four loaded
-    /// benchmark runs dropped 2 to 52 of the 256 blocks of a cold read,
-    /// and the block-cache re-read after them fell to 0.6× the FUSE floor.
-    public func store(blocks: [(key: Key, range: Range<Int>)], of buffer: Data, charging budget: ReadAheadBudget? = nil) {
+    /// the background, all readable from memory at once. The queue is
+    /// charged the whole buffer (the blocks are slices of it and keep all
+    /// of it alive until written), so `maxPendingBytes` bounds the memory
+    /// it really holds. A full queue drops the blocks: they are downloaded
+    /// again when next read (a re-read streams just the missing ones,
+    /// see `FileReader`), and memory stays bounded when the disk is slower
+    /// than the network.
+    public func store(blocks: [(key: Key, range: Range<Int>)], of buffer: Data) {
         let cost = buffer.count
-        // Reserved before the index lock is taken: both are leaf locks.
-        let charged = budget?.reserve(Int64(cost)) == true
         let queued = index.withLock { index -> [(key: Key, data: Data)] in
-            guard charged || index.pendingBytes + cost <= maxPendingBytes else { return [] }
+            guard index.pendingBytes + cost <= maxPendingBytes else { return [] }
             var queued: [(key: Key, data: Data)] = []
             for (key, range) in blocks where index.pending[key.fileName] == nil {
                 let data = buffer[(buffer.startIndex + range.lowerBound)..<(buffer.startIndex + range.upperBound)]
                 index.pending[key.fileName] = (key, data)
                 queued.append((key, data))
             }
-            if !queued.isEmpty && !charged { index.pendingBytes += cost }
+            if !queued.isEmpty { index.pendingBytes += cost }
             return queued
         }
         guard !queued.isEmpty else {
-            if charged { budget?.release(Int64(cost)) }
             logger.trace("block cache: write queue full or blocks queued; not caching", metadata: ["blocks": "\(blocks.count)"])
             return
         }
@@ -195,11 +186,7 @@ public final class BlockCache: Sendable {
                 write(key, data)
                 index.withLock { _ = $0.pending.removeValue(forKey: key.fileName) }
             }
-            if charged {
-                budget?.release(Int64(cost))
-            } else {
-                index.withLock { $0.pendingBytes -= cost }
-            }
+            index.withLock { $0.pendingBytes -= cost }
         }
     }
 

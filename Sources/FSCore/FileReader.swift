@@ -140,15 +140,20 @@ final class FileReader: Sendable {
             case .prefetch(let range):
                 // After one refusal the rest of this refill is refused too,
                 // so the frontier stays contiguous.
-                if refused || isCached(range) { continue }
-                guard budget.reserve(Int64(range.count)) else {
-                    refused = true
-                    state.machine.prefetchAbandoned(from: range.lowerBound)
-                    logger.trace("read-ahead budget spent; reading directly", metadata: ["object": "\(objectName)"])
-                    continue
+                if refused { continue }
+                for run in uncachedRuns(of: range) {
+                    guard budget.reserve(Int64(run.count)) else {
+                        refused = true
+                        state.machine.prefetchAbandoned(from: run.lowerBound)
+                        logger.trace("read-ahead budget spent; reading directly", metadata: ["object": "\(objectName)"])
+                        break
+                    }
+                    // Misses, as in `readDirect`: the reads these blocks
+                    // serve never look in the cache, so a cold streaming
+                    // read would otherwise count neither a hit nor a miss.
+                    FileSystemMetrics.blockCacheMisses.increment(by: (run.upperBound - 1) / blockSize - run.lowerBound / blockSize + 1)
+                    startStream(run, &state)
                 }
-                countMisses(range)
-                startStream(range, &state)
             }
         }
     }
@@ -208,25 +213,33 @@ final class FileReader: Sendable {
         }
     }
 
-    private func isCached(_ range: Range<Int64>) -> Bool {
-        guard let cache else { return false }
-        return blocks(of: range).allSatisfy { cache.contains(key($0)) }
+    /// The runs of `range` whose blocks the cache lacks, in order: what a
+    /// prefetch of `range` must download. The blocks it holds are read
+    /// from it when the reader gets there (`readDirect`), so a re-read of
+    /// a file the cache holds all but a few blocks of (dropped when its
+    /// write queue was full, or evicted) downloads just those, ahead of
+    /// the reader, instead of every window that touches one of them. With
+    /// no cache, `range` whole.
+    private func uncachedRuns(of range: Range<Int64>) -> [Range<Int64>] {
+        guard let cache else { return [range] }
+        var runs: [Range<Int64>] = []
+        var runStart: Int64?
+        for block in blocks(of: range) {
+            let start = max(range.lowerBound, block * blockSize)
+            if cache.contains(key(block)) {
+                if let from = runStart { runs.append(from..<start) }
+                runStart = nil
+            } else if runStart == nil {
+                runStart = start
+            }
+        }
+        if let from = runStart { runs.append(from..<range.upperBound) }
+        return runs
     }
 
     /// The indexes of the blocks `range` touches.
     private func blocks(of range: Range<Int64>) -> StrideThrough<Int64> {
         stride(from: range.lowerBound / blockSize, through: (range.upperBound - 1) / blockSize, by: 1)
-    }
-
-    /// The blocks of a prefetch that the cache lacks are block cache
-    /// misses, as they are in `readDirect`: the read that asked for them
-    /// is served from the part's buffer and never looks in the cache, so
-    /// without this a cold streaming read would count neither a hit nor a
-    /// miss.
-    private func countMisses(_ range: Range<Int64>) {
-        guard let cache else { return }
-        let missing = blocks(of: range).count(where: { !cache.contains(key($0)) })
-        if missing > 0 { FileSystemMetrics.blockCacheMisses.increment(by: Int64(missing)) }
     }
 
     /// `wanted` cut into pieces served by buffers and pieces to fetch.
@@ -294,8 +307,7 @@ final class FileReader: Sendable {
     }
 
     /// Hands the whole blocks of `data` (starting at block-aligned
-    /// `start`) to the block cache, their memory charged to the read-ahead
-    /// budget until they are written.
+    /// `start`) to the block cache.
     private func keep(_ data: Data, at start: Int64) {
         guard let cache, start % blockSize == 0 else { return }
         var blocks: [(key: BlockCache.Key, range: Range<Int>)] = []
@@ -307,7 +319,7 @@ final class FileReader: Sendable {
             blocks.append((key(block), offset..<(offset + length)))
             offset += length
         }
-        if !blocks.isEmpty { cache.store(blocks: blocks, of: data, charging: budget) }
+        if !blocks.isEmpty { cache.store(blocks: blocks, of: data) }
     }
 
     private func key(_ block: Int64) -> BlockCache.Key {

@@ -1,11 +1,9 @@
 import Synchronization
 
-/// The memory all read-ahead buffers of all open files may use together,
-/// with the downloaded blocks still queued for the block cache's disk
-/// (`BlockCache.store(blocks:of:charging:)`). A prefetch reserves its size
-/// before it starts and releases it when its buffer is dropped; when the
-/// budget is spent, readers fall back to direct ranged reads of just what
-/// they asked for. All-or-nothing reservations,
+/// The memory all read-ahead buffers of all open files may use together.
+/// A prefetch reserves its size before it starts and releases it when its
+/// buffer is dropped; when the budget is spent, readers fall back to direct
+/// ranged reads of just what they asked for. All-or-nothing reservations,
 /// so a part never runs half-funded.
 public final class ReadAheadBudget: Sendable {
     public let limit: Int64

@@ -155,35 +155,4 @@ struct BlockCacheQueueTests {
         await cache.waitForPendingWrites()
         #expect(cache.blockCount == 0)
     }
-
-    /// A queued write's memory is charged to the read-ahead budget while
-    /// it has room (the queue's own bound then does not apply) and
-    /// released when the write lands; with no room in either, the blocks
-    /// are not cached. The writer is held (a suspended queue) so the
-    /// writes stay queued while this looks.
-    @Test func queuedWritesAreChargedToTheBudgetUntilWritten() async throws {
-        let dir = temporaryDirectory()
-        defer { removeDirectory(dir) }
-        let writer = DispatchQueue(label: "held writes")
-        writer.suspend()
-        let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: 100, maxPendingBytes: 150, writer: writer)
-        let budget = ReadAheadBudget(limit: 250)
-        func key(_ index: Int64) -> BlockCache.Key { BlockCache.Key(objectName: "o", generation: 1, index: index) }
-        let buffer = bytes(200, seed: 3)
-        let two = [(key: key(0), range: 0..<100), (key: key(1), range: 100..<200)]
-        cache.store(blocks: two, of: buffer, charging: budget)
-        #expect(budget.inUse == 200, "the whole buffer, past the queue's own 150")
-        cache.store(blocks: [(key(2), 0..<100)], of: bytes(100, seed: 4), charging: budget)
-        #expect(budget.inUse == 200, "no room in the budget: the queue's own bound takes it")
-        cache.store(blocks: [(key(3), 0..<100)], of: bytes(100, seed: 5), charging: budget)
-        #expect(budget.inUse == 200 && !cache.contains(key(3)), "no room anywhere: not cached")
-        cache.store(blocks: two, of: buffer, charging: budget)
-        #expect(budget.inUse == 200, "blocks already queued are not charged twice")
-        #expect(cache.read(key(1), range: 0..<100, blockLength: 100) == buffer[100..<200], "readable while queued")
-        #expect(cache.blockCount == 0)
-        writer.resume()
-        await cache.waitForPendingWrites()
-        #expect(budget.inUse == 0, "released once written")
-        #expect(cache.blockCount == 3 && cache.contains(key(2)) && !cache.contains(key(3)))
-    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import FSCore
 import FSCoreTesting
@@ -146,22 +147,64 @@ struct ReadTests {
         let open = try await h.fs.open(inode, flags: O_RDONLY)
         var offsets: [Int] = []
         var generator = SystemRandomNumberGenerator()
-        // 20 blocks at most: their queued writes fit in the read-ahead
-        // budget (256 MiB), so no block is dropped however slow the disk
-        // is under test load.
+        // 20 blocks at most: within the cache's write queue (32 MiB), so
+        // no block is dropped however slow the disk is under test load.
         for _ in 0..<20 { offsets.append(Int.random(in: 1..<(content.count - 4096), using: &generator)) }
         for offset in offsets {
             #expect(try await h.fs.read(inode, handle: open.handle, offset: Int64(offset), size: 4096) == content[offset..<(offset + 4096)])
         }
+        #expect(h.fs.readAheadBytesInUse == 0, "no read-ahead for a random reader")
         let reads = h.store.requestCount(.read)
         #expect(reads <= 20)
         await h.fs.blockCache!.waitForPendingWrites()
-        #expect(h.fs.readAheadBytesInUse == 0, "no read-ahead for a random reader; the cache's writes have landed")
         for offset in offsets {
             #expect(try await h.fs.read(inode, handle: open.handle, offset: Int64(offset), size: 4096) == content[offset..<(offset + 4096)])
         }
         #expect(h.store.requestCount(.read) == reads, "re-reads come from the block cache")
         try await h.fs.release(inode, handle: open.handle)
+    }
+
+    /// The byte ranges every read asked the store for.
+    final class RangeRecordingStore: ForwardingStore, Sendable {
+        let inner: InMemoryObjectStore
+        private let recorded = Mutex<[Range<Int64>]>([])
+        init(inner: InMemoryObjectStore) { self.inner = inner }
+        var ranges: [Range<Int64>] { recorded.withLock { $0.sorted { $0.lowerBound < $1.lowerBound } } }
+
+        func read(
+            _ name: String, generation: Int64, range: Range<Int64>, into sink: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void
+        ) async throws(StoreError) -> Int64 {
+            recorded.withLock { $0.append(range) }
+            return try await inner.read(name, generation: generation, range: range, into: sink)
+        }
+    }
+
+    // Checks semantics.md#shows-reads
+    @Test func aSequentialReReadDownloadsOnlyTheBlocksTheCacheLacks() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let inner = InMemoryObjectStore()
+        let content = bytes(24 * MiB + 100, seed: 12)
+        let info = inner.seed("f", content)
+        do {
+            let h = try Harness(options: MountOptions(cacheDirectory: dir), store: inner)
+            #expect(try await h.readAll(try await h.lookup("f").attributes.inode) == content)
+            await h.fs.blockCache!.waitForPendingWrites()
+            #expect(h.fs.blockCache!.blockCount == 25)
+        }
+        // Blocks 5, 6 and 13 are gone (a full write queue dropped them, or
+        // they were evicted); the next mount's sequential read streams
+        // just those, and reads the other 22 from the cache.
+        for index: Int64 in [5, 6, 13] {
+            let name = BlockCache.Key(objectName: "f", generation: info.generation, index: index).fileName
+            #expect(unlink("\(dir)/blocks/\(name.prefix(2))/\(name)") == 0)
+        }
+        let store = RangeRecordingStore(inner: inner)
+        let clock = ManualClock()
+        let h = Harness(store: inner, fs: FileSystem(store: store, options: MountOptions(cacheDirectory: dir), clock: clock), clock: clock)
+        #expect(try await h.readAll(try await h.lookup("f").attributes.inode) == content)
+        let M = Int64(MiB)
+        #expect(store.ranges == [(5 * M)..<(7 * M), (13 * M)..<(14 * M)], "one stream per run of missing blocks, nothing else")
     }
 
     @Test func withoutACacheRandomReadsFetchJustTheRequest() async throws {

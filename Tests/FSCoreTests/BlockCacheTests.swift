@@ -155,4 +155,28 @@ struct BlockCacheQueueTests {
         await cache.waitForPendingWrites()
         #expect(cache.blockCount == 0)
     }
+
+    /// The queue holds at most `maxPendingBytes` of buffers while the
+    /// writer is behind (held here: a suspended queue); what does not fit
+    /// is not cached, what does is readable at once and lands later.
+    @Test func aWriterBehindKeepsWhatFitsAndDropsTheRest() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let writer = DispatchQueue(label: "held writes")
+        writer.suspend()
+        let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: 100, maxPendingBytes: 250, writer: writer)
+        func key(_ index: Int64) -> BlockCache.Key { BlockCache.Key(objectName: "o", generation: 1, index: index) }
+        let buffer = bytes(200, seed: 3)
+        cache.store(blocks: [(key(0), 0..<100), (key(1), 100..<200)], of: buffer)
+        cache.store(blocks: [(key(2), 0..<100)], of: bytes(100, seed: 4))
+        #expect(cache.contains(key(0)) && cache.contains(key(1)) && !cache.contains(key(2)), "200 of 250 taken; 100 more do not fit")
+        #expect(cache.read(key(1), range: 0..<100, blockLength: 100) == buffer[100..<200], "readable while queued")
+        #expect(cache.blockCount == 0, "nothing on disk yet")
+        writer.resume()
+        await cache.waitForPendingWrites()
+        #expect(cache.blockCount == 2)
+        cache.store(blocks: [(key(2), 0..<100)], of: bytes(100, seed: 4))
+        await cache.waitForPendingWrites()
+        #expect(cache.blockCount == 3, "the queue has room again once written")
+    }
 }

@@ -151,7 +151,9 @@ final class FileReader: Sendable {
                     // Misses, as in `readDirect`: the reads these blocks
                     // serve never look in the cache, so a cold streaming
                     // read would otherwise count neither a hit nor a miss.
-                    FileSystemMetrics.blockCacheMisses.increment(by: (run.upperBound - 1) / blockSize - run.lowerBound / blockSize + 1)
+                    if cache != nil {
+                        FileSystemMetrics.blockCacheMisses.increment(by: (run.upperBound - 1) / blockSize - run.lowerBound / blockSize + 1)
+                    }
                     startStream(run, &state)
                 }
             }

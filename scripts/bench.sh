@@ -137,6 +137,7 @@ for RTT in "${RTTS[@]}"; do
         use_group_server "$group"
         endpoint "$EMU_PORT"
         BASE="$ENDPOINT"
+        settle
         say "$group at $RTT ms: curl"
         "${group}_curl"
         for col in "${COLUMNS_[@]}"; do

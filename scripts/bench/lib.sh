@@ -32,6 +32,38 @@ bench_row() {
 
 say() { printf '==> %s\n' "$*" | tee -a "$LOG" >&2; }
 log() { printf '%s\n' "$*" >>"$LOG"; }
+
+# settle: flushes dirty pages and waits (at most 30 s) until the machine
+# is quiet: two consecutive seconds under 10% busy. Before every group,
+# so that none measures what came before it: a clean release build and
+# the seeding leave gigabytes for the kernel to write back, and servers
+# busy digesting a million objects; the read group right after them once
+# measured the in-memory floor at 114 MiB/s and a page-cache re-read at
+# 399 (normally ~900 and ~1,400).
+settle() {
+    local waited=0 quiet=0 busy
+    sync
+    while ((quiet < 2 && waited < 30)); do
+        busy="$(cpu_busy_percent)"
+        if ((busy < 10)); then quiet=$((quiet + 1)); else quiet=0; fi
+        waited=$((waited + 1))
+    done
+    log "settle: ${waited} s, last second ${busy}% busy$( ((quiet < 2)) && echo ' (never quiet: measuring anyway)')"
+}
+
+# the share of the last second the CPUs were busy, in percent
+cpu_busy_percent() {
+    local a b
+    read -ra a </proc/stat
+    sleep 1
+    read -ra b </proc/stat
+    # user nice system idle iowait irq softirq steal: idle = idle + iowait
+    local total=0 idle i
+    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+    idle=$((b[4] - a[4] + b[5] - a[5]))
+    ((total > 0)) || { echo 0; return; }
+    echo $(((total - idle) * 100 / total))
+}
 now() { date +%s.%N; }
 # seconds between two `now` values
 diff_s() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }

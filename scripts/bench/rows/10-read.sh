@@ -42,9 +42,42 @@ curl_seq() {
     rate_mib "$size" "$(diff_s "$t0" "$t1")"
 }
 
+# Every cell of this group is the median of READ_ROUNDS measurements, each
+# cold read on a fresh mount with an empty cache dir: a single dd of a
+# fraction of a second caught a busy moment of this shared two-core
+# machine more than once (the floor at 114 and 165 MiB/s in full runs,
+# against ~900 minutes later).
+READ_ROUNDS="${BENCH_READ_ROUNDS:-3}"
+
+# keep_round ROW COLUMN: appends the cell just measured to ROUNDS[ROW,COLUMN]
+declare -A ROUNDS=()
+keep_round() { ROUNDS[$1,$2]+="${CELL[$1,$2,$RTT]:-error}"$'\n'; }
+
+# median_cell ROW COLUMN: the cell becomes the median (by leading number)
+# of the rounds kept, its note included; error only if every round failed
+median_cell() {
+    local row="$1" col="$2" values n
+    values="$(printf '%s' "${ROUNDS[$row,$col]:-}" | grep -E '^[0-9]' | sort -n -k1,1)"
+    n="$(printf '%s\n' "$values" | grep -c . || true)"
+    unset "ROUNDS[$row,$col]"
+    if ((n == 0)); then
+        set_cell "$row" "$col" error
+        return 0
+    fi
+    set_cell "$row" "$col" "$(printf '%s\n' "$values" | sed -n "$(((n + 1) / 2))p")"
+    log "    median of $n rounds for $row / $col: ${CELL[$row,$col,$RTT]}"
+}
+
 read_curl() {
-    measure seq curl curl_seq
-    measure seq_floor curl floor_seq
+    local round
+    for round in $(seq 1 "$READ_ROUNDS"); do
+        measure seq curl curl_seq
+        keep_round seq curl
+        measure seq_floor curl floor_seq
+        keep_round seq_floor curl
+    done
+    median_cell seq curl
+    median_cell seq_floor curl
 }
 
 # The read on scripts/bench/read_floor.c (built here with cc): a libfuse3
@@ -87,9 +120,21 @@ fs_seq() { # MP: dd of the big file alone, then the bytes compared; prints MiB/s
 }
 
 read_fs() {
-    local col="$1" cache cached
-    say "$col at $RTT ms: mount for 'read'"
-    if ! mount_column "$col" read; then
+    local col="$1" round row
+    for round in $(seq 1 "$READ_ROUNDS"); do
+        read_round "$col" "read$round"
+        for row in seq reread_page reread_block; do keep_round "$row" "$col"; done
+    done
+    for row in seq reread_page reread_block; do median_cell "$row" "$col"; done
+}
+
+# read_round COLUMN NAME: one cold read on a fresh mount (an empty cache
+# dir of its own, named after NAME), the page-cache re-read in it, and the
+# block-cache re-read on a new mount of the same cache dir
+read_round() {
+    local col="$1" name="$2" cache cached
+    say "$col at $RTT ms: mount for 'read' ($name)"
+    if ! mount_column "$col" "$name"; then
         fail_cells "$col" "mount failed" seq reread_page reread_block
         unmount_current
         return 0
@@ -100,7 +145,7 @@ read_fs() {
     unmount_current
     # The same cache directory again (rclone: its own, still without a VFS
     # cache, so this read goes to the network again).
-    cache="$WORK/cache-$col-read-$RTT"
+    cache="$WORK/cache-$col-$name-$RTT"
     if [[ "$col" == bucketfs ]]; then
         # A block the cold read could not cache (its write queue was full:
         # the disk took the blocks slower than the network gave them) is
@@ -109,9 +154,9 @@ read_fs() {
         cached="$(find "$cache/blocks" -type f | wc -l)"
         log "block cache before the re-read: $cached block files of $BIG_MIB"
         CUR_COL=bucketfs
-        mount_bucketfs reread "$BASE" "$cache" "${BUCKETFS_FLAGS[@]}" || { fail_cells "$col" "mount failed" reread_block; unmount_current; return 0; }
+        mount_bucketfs "re$name" "$BASE" "$cache" "${BUCKETFS_FLAGS[@]}" || { fail_cells "$col" "mount failed" reread_block; unmount_current; return 0; }
     else
-        mount_column "$col" reread || { fail_cells "$col" "mount failed" reread_block; unmount_current; return 0; }
+        mount_column "$col" "re$name" || { fail_cells "$col" "mount failed" reread_block; unmount_current; return 0; }
     fi
     measure reread_block "$col" fs_seq "$CUR_MP"
     if [[ "$col" == bucketfs ]] && ((cached < BIG_MIB)) && [[ "${CELL[reread_block,$col,$RTT]}" != error ]]; then
@@ -122,7 +167,8 @@ read_fs() {
 }
 
 read_notes() {
-    echo "Reads: dd of the object to /dev/null (bs=1M) is timed alone; cmp with the source follows, untimed. curl: one"
+    echo "Reads: each cell is the median of $READ_ROUNDS rounds, each cold read on a fresh mount with an empty cache dir."
+    echo "dd of the object to /dev/null (bs=1M) is timed alone; cmp with the source follows, untimed. curl: one"
     echo "GET of the whole object to /dev/null. Page cache: a second dd in the same mount (a new open; bucketfs keeps"
     echo "the kernel's pages while the generation is unchanged). Block cache: a fresh mount on the same cache dir"
     echo "(rclone runs without a VFS cache, so its re-reads go to the network). Floor: the same dd on scripts/bench/read_floor.c"

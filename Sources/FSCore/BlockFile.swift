@@ -77,26 +77,19 @@ enum BlockFile {
     /// in was about 5% of the mount's samples in a block-cache re-read.
     static func readExactly(_ fd: Int32, count: Int, at offset: Int64) -> Data? {
         guard count > 0 else { return Data() }
-        let pool = ReadBuffers.shared
-        let size = pool.serves(count) ? pool.sizeClass(for: count) : count
-        let buffer = pool.serves(count) ? pool.take(size) : malloc(count)
-        guard let buffer else { return nil }
-        func release() {
-            if pool.serves(count) { pool.recycle(buffer, size) } else { free(buffer) }
-        }
+        guard let (buffer, size) = ReadBuffers.shared.allocate(count) else { return nil }
         var done = 0
         while done < count {
             let n = pread(fd, buffer + done, count - done, off_t(offset) + off_t(done))
             if n < 0 && wasInterrupted(errno) { continue }
             guard n > 0 else {
-                release()
+                ReadBuffers.shared.release(buffer, size)
                 return nil
             }
             done += n
         }
-        // The Data owns the buffer from here, and frees or recycles it
-        // when its last copy or slice goes.
-        return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { _, _ in release() })
+        // The Data owns the buffer from here.
+        return ReadBuffers.shared.data(owning: buffer, count: count, size: size)
     }
 
     private static func writeAll(_ fd: Int32, _ data: Data) -> Bool {

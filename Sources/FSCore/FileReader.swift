@@ -468,16 +468,15 @@ final class ByteSink: @unchecked Sendable {
     private var buffer: UnsafeMutableRawPointer?
     private var capacity: Int
     private var count = 0
-    private let pooled: Bool
 
     init(capacity: Int) {
-        pooled = ReadBuffers.shared.serves(capacity)
-        self.capacity = pooled ? ReadBuffers.shared.sizeClass(for: capacity) : max(capacity, 1)
-        buffer = pooled ? ReadBuffers.shared.take(self.capacity) : malloc(self.capacity)
+        let allocated = ReadBuffers.shared.allocate(max(capacity, 1))
+        buffer = allocated?.pointer
+        self.capacity = allocated?.size ?? max(capacity, 1)
     }
 
     deinit {
-        if let buffer { release(buffer, capacity) }
+        if let buffer { ReadBuffers.shared.release(buffer, capacity) }
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) {
@@ -489,7 +488,7 @@ final class ByteSink: @unchecked Sendable {
             let grown = max(capacity * 2, count + bytes.count)
             let bigger = malloc(grown)!
             bigger.copyMemory(from: target, byteCount: count)
-            release(target, capacity)
+            ReadBuffers.shared.release(target, capacity)
             target = bigger
             buffer = bigger
             capacity = grown
@@ -504,73 +503,8 @@ final class ByteSink: @unchecked Sendable {
         defer { lock.unlock() }
         guard let target = buffer, count > 0 else { return Data() }
         buffer = nil
-        let size = capacity
-        let pooledBuffer = pooled && size == ReadBuffers.shared.sizeClass(for: size)
-        let data: Data
-        if pooledBuffer {
-            // The Data owns the buffer and hands it back when its last
-            // copy or slice goes.
-            data = Data(bytesNoCopy: target, count: count, deallocator: .custom { pointer, _ in
-                ReadBuffers.shared.recycle(pointer, size)
-            })
-        } else {
-            data = Data(bytesNoCopy: target, count: count, deallocator: .free)
-        }
+        let data = ReadBuffers.shared.data(owning: target, count: count, size: capacity)
         count = 0
         return data
-    }
-
-    private func release(_ pointer: UnsafeMutableRawPointer, _ size: Int) {
-        if pooled && size == ReadBuffers.shared.sizeClass(for: size) {
-            ReadBuffers.shared.recycle(pointer, size)
-        } else {
-            free(pointer)
-        }
-    }
-}
-
-/// Download buffers of 1, 2, 4 and 8 MiB kept for reuse, at most
-/// `idleLimit` bytes of them idle. The read-ahead budget bounds the ones
-/// in use; this bounds the ones waiting, so memory stays flat.
-final class ReadBuffers: Sendable {
-    static let shared = ReadBuffers()
-    static let smallest = 1 << 20
-    static let largest = 8 << 20
-    let idleLimit = 32 << 20
-
-    private struct Idle: @unchecked Sendable {
-        // @unchecked: raw pointers to buffers nobody else holds.
-        var free: [Int: [UnsafeMutableRawPointer]] = [:]
-        var bytes = 0
-    }
-
-    private let idle = OrderedLock("idle readers", Idle())
-
-    func serves(_ size: Int) -> Bool { size >= Self.smallest && size <= Self.largest }
-
-    /// The power of two at or above `size`.
-    func sizeClass(for size: Int) -> Int {
-        var result = Self.smallest
-        while result < size { result <<= 1 }
-        return result
-    }
-
-    func take(_ size: Int) -> UnsafeMutableRawPointer {
-        let reused = idle.withLock { idle -> UnsafeMutableRawPointer? in
-            guard let pointer = idle.free[size]?.popLast() else { return nil }
-            idle.bytes -= size
-            return pointer
-        }
-        return reused ?? malloc(size)!
-    }
-
-    func recycle(_ pointer: UnsafeMutableRawPointer, _ size: Int) {
-        let kept = idle.withLock { idle -> Bool in
-            guard idle.bytes + size <= idleLimit else { return false }
-            idle.free[size, default: []].append(pointer)
-            idle.bytes += size
-            return true
-        }
-        if !kept { free(pointer) }
     }
 }

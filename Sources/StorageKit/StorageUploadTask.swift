@@ -28,11 +28,25 @@ public final class StorageUploadTask: Sendable {
     private struct State {
         var phase: Phase = .running
         var observers: [(handle: String, status: StorageTaskStatus, handler: Handler)] = []
-        var history: [StorageTaskSnapshot] = []
+        /// Every event so far, for observers attached later. Kept as
+        /// events, not snapshots: a snapshot holds its task, so recording
+        /// snapshots here would make each task own itself and never be
+        /// freed (with its uploader and its worker's task memory).
+        var history: [Event] = []
+        /// The run in flight; nil once the upload is over, so the finished
+        /// Task's memory goes with it.
         var worker: Task<Void, Never>?
         var outcome: Result<StorageMetadata, any Error>?
         var waiters: [CheckedContinuation<StorageMetadata, any Error>] = []
         var nextHandle = 0
+    }
+
+    /// One recorded event: a snapshot without its task.
+    private struct Event {
+        let status: StorageTaskStatus
+        let completed: Int64
+        let metadata: StorageMetadata?
+        let error: (any Error)?
     }
 
     private let state = Mutex(State())
@@ -65,13 +79,13 @@ public final class StorageUploadTask: Sendable {
     /// `removeObserver(withHandle:)`.
     @discardableResult
     public func observe(_ status: StorageTaskStatus, handler: @escaping Handler) -> String {
-        let (handle, past) = state.withLock { s -> (String, [StorageTaskSnapshot]) in
+        let (handle, past) = state.withLock { s -> (String, [Event]) in
             s.nextHandle += 1
             let handle = "observer-\(s.nextHandle)"
             if s.phase != .finished { s.observers.append((handle, status, handler)) }
             return (handle, s.history.filter { $0.status == status })
         }
-        past.forEach(handler)
+        past.map(snapshot(of:)).forEach(handler)
         return handle
     }
 
@@ -89,8 +103,14 @@ public final class StorageUploadTask: Sendable {
 
     /// The latest event.
     public var snapshot: StorageTaskSnapshot {
-        state.withLock { $0.history.last } ?? StorageTaskSnapshot(
+        state.withLock { $0.history.last }.map(snapshot(of:)) ?? StorageTaskSnapshot(
             task: self, status: .unknown, completed: 0, total: uploader.total)
+    }
+
+    private func snapshot(of event: Event) -> StorageTaskSnapshot {
+        StorageTaskSnapshot(
+            task: self, status: event.status, completed: event.completed, total: uploader.total,
+            metadata: event.metadata, error: event.error)
     }
 
     // MARK: control
@@ -202,14 +222,14 @@ public final class StorageUploadTask: Sendable {
         _ status: StorageTaskStatus, completed: Int64? = nil, metadata: StorageMetadata? = nil, error: (any Error)? = nil,
         finishing: Bool = false
     ) {
-        let snapshot = StorageTaskSnapshot(
-            task: self, status: status, completed: completed ?? uploader.acknowledged, total: uploader.total,
-            metadata: metadata, error: error)
+        let event = Event(status: status, completed: completed ?? uploader.acknowledged, metadata: metadata, error: error)
         let handlers = state.withLock { s -> [Handler] in
             guard finishing || s.outcome == nil else { return [] }
-            s.history.append(snapshot)
+            s.history.append(event)
             return s.observers.filter { $0.status == status }.map(\.handler)
         }
+        guard !handlers.isEmpty else { return }
+        let snapshot = snapshot(of: event)
         handlers.forEach { $0(snapshot) }
     }
 
@@ -224,7 +244,7 @@ public final class StorageUploadTask: Sendable {
         case .success(let metadata):
             // Progress observers see 100% before success (the transport's
             // progress is throttled and may stop short of the last byte).
-            let reported = state.withLock { $0.history.last { $0.status == .progress }?.progress?.completedUnitCount }
+            let reported = state.withLock { $0.history.last { $0.status == .progress }?.completed }
             if uploader.total > 0, reported != uploader.total {
                 emit(.progress, completed: uploader.total, finishing: true)
             }
@@ -235,6 +255,7 @@ public final class StorageUploadTask: Sendable {
         let waiters = state.withLock { s -> [CheckedContinuation<StorageMetadata, any Error>] in
             s.phase = .finished
             s.observers.removeAll()
+            s.worker = nil
             defer { s.waiters.removeAll() }
             return s.waiters
         }

@@ -12,7 +12,9 @@ import Glibc
 /// - Files live in `directory/blocks/xx/<hash>` (256 fan-out folders). A
 ///   block is written to a temporary file and renamed into place, so a
 ///   concurrent reader sees a whole block or none.
-/// - Least-recently-used blocks are deleted to stay under `capacity`. The
+/// - Least-recently-used blocks are deleted to stay under `capacity`
+///   bytes and `maxBlocks` blocks: small objects make small blocks, and
+///   each costs memory in the index whatever its size. The
 ///   index is rebuilt from the directory at start (oldest modification
 ///   first), so the cache persists across mounts. One cache directory
 ///   belongs to one process at a time.
@@ -51,6 +53,10 @@ public final class BlockCache: Sendable {
 
     public let directory: String
     public let capacity: Int64
+    /// The most blocks the index holds (about 250 bytes of memory each):
+    /// `defaultMaxBlocks`, or as many full blocks as fit in `capacity` if
+    /// that is more, unless the caller sets it (tests).
+    public let maxBlocks: Int
     public let blockSize: Int
     /// Memory queued background writes may hold; beyond it `store` drops
     /// blocks (only a missed optimisation) rather than let a disk slower
@@ -67,23 +73,29 @@ public final class BlockCache: Sendable {
     /// `writer` is the serial queue background writes run on (tests pass
     /// one they suspend, to hold writes queued).
     public init(
-        directory: String, capacity: Int64, blockSize: Int = 1 << 20, maxPendingBytes: Int = 32 << 20,
+        directory: String, capacity: Int64, blockSize: Int = 1 << 20, maxBlocks: Int? = nil, maxPendingBytes: Int = 32 << 20,
         writer: DispatchQueue = DispatchQueue(label: "bucketfs.block-cache.writes"),
         logger: Logger = Logger(label: "bucketfs.cache")
     ) throws {
         self.directory = directory
         self.capacity = capacity
+        self.maxBlocks = max(1, maxBlocks ?? max(Self.defaultMaxBlocks, Int(capacity / Int64(max(1, blockSize)))))
         self.blockSize = blockSize
         self.maxPendingBytes = maxPendingBytes
         self.writer = writer
         self.logger = logger
         try FileManager.default.createDirectory(atPath: directory + "/blocks", withIntermediateDirectories: true)
+        let bound = self.maxBlocks
         let victims = index.withLock { index in
             index = Self.scan(directory + "/blocks")
-            return Self.evict(&index, capacity: capacity, keep: nil)
+            return Self.evict(&index, capacity: capacity, maxBlocks: bound, keep: nil)
         }
         for name in victims { unlink(path(of: name)) }
     }
+
+    /// The block count the index is bounded by when `capacity` holds fewer
+    /// full blocks: 64 Ki blocks, about 16 MiB of index.
+    public static let defaultMaxBlocks = 65_536
 
     /// Bytes the cached blocks occupy (headers included).
     public var usedBytes: Int64 { index.withLock { $0.used } }
@@ -145,7 +157,7 @@ public final class BlockCache: Sendable {
             index.used += size
             index.verified.insert(name)
             index.lru.touch(name)
-            return Self.evict(&index, capacity: capacity, keep: name)
+            return Self.evict(&index, capacity: capacity, maxBlocks: maxBlocks, keep: name)
         }
         for victim in victims { unlink(path(of: victim)) }
     }
@@ -232,12 +244,13 @@ public final class BlockCache: Sendable {
         if known { unlink(path(of: name)) }
     }
 
-    /// Removes least-recent entries until under `capacity`; returns their
-    /// names for the caller to unlink outside the lock. A reader that has
-    /// the file open keeps reading it (POSIX unlink semantics).
-    private static func evict(_ index: inout Index, capacity: Int64, keep: String?) -> [String] {
+    /// Removes least-recent entries until under `capacity` bytes and
+    /// `maxBlocks` blocks; returns their names for the caller to unlink
+    /// outside the lock. A reader that has the file open keeps reading it
+    /// (POSIX unlink semantics).
+    private static func evict(_ index: inout Index, capacity: Int64, maxBlocks: Int, keep: String?) -> [String] {
         var victims: [String] = []
-        while index.used > capacity, let oldest = index.lru.leastRecent, oldest != keep {
+        while index.used > capacity || index.sizes.count > maxBlocks, let oldest = index.lru.leastRecent, oldest != keep {
             index.lru.remove(oldest)
             index.used -= index.sizes.removeValue(forKey: oldest) ?? 0
             index.verified.remove(oldest)

@@ -38,6 +38,33 @@ struct BlockCacheTests {
         #expect(files.count == 3, "evicted files are deleted")
     }
 
+    @Test func smallBlocksAreBoundedByCountAsWellAsBytes() throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        // Plenty of bytes, room for three blocks: tiny objects (one small
+        // block each) evict by count, least recent first.
+        let cache = try BlockCache(directory: dir, capacity: 1 << 30, blockSize: blockSize, maxBlocks: 3)
+        for i in 0..<3 { cache.write(key(0, "small-\(i)"), bytes(10, seed: i)) }
+        _ = cache.read(key(0, "small-0"), range: 0..<1, blockLength: 10)
+        cache.write(key(0, "small-3"), bytes(10, seed: 3))
+        #expect(cache.contains(key(0, "small-0")) && !cache.contains(key(0, "small-1")))
+        #expect(cache.blockCount == 3)
+        let files = try FileManager.default.subpathsOfDirectory(atPath: dir + "/blocks").filter { $0.count > 3 }
+        #expect(files.count == 3, "evicted files are deleted")
+        // A restart with a lower bound shrinks the cache to it.
+        let reopened = try BlockCache(directory: dir, capacity: 1 << 30, blockSize: blockSize, maxBlocks: 2)
+        #expect(reopened.blockCount == 2)
+    }
+
+    @Test func theDefaultCountBoundGrowsWithALargeCache() throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let small = try BlockCache(directory: dir, capacity: 1 << 30, blockSize: 1 << 20)
+        #expect(small.maxBlocks == BlockCache.defaultMaxBlocks)
+        let large = try BlockCache(directory: dir, capacity: 128 << 30, blockSize: 1 << 20)
+        #expect(large.maxBlocks == 128 << 10, "every full block of the capacity fits")
+    }
+
     @Test func persistsAcrossInstancesAndShrinksToANewCapacity() throws {
         let dir = temporaryDirectory()
         defer { removeDirectory(dir) }

@@ -57,7 +57,7 @@ struct AttributeMapper: Sendable {
     /// of the last change this mount made to its entries, if later: a
     /// bucket keeps no time for a prefix (and writing the placeholder on
     /// every create would double the requests of small files). `changed`:
-    /// that last change (`FileSystem.State.directoryTimes`).
+    /// that last change (`InodeTable.Record.entriesChanged`).
     func directory(placeholder: ObjectInfo?, inode: UInt64, changed: Timestamp?) -> FileAttributes {
         let metadata = placeholder?.customMetadata ?? [:]
         var mtime = placeholder.map(Self.modificationTime) ?? Timestamp(mountTime)

@@ -66,7 +66,7 @@ extension FileSystem {
             throw error
         }
         if inode == InodeTable.root {
-            let changed = state.withLock { $0.directoryTimes[inode] }
+            let changed = state.withLock { $0.inodes[inode]?.entriesChanged }
             return AttributesReply(attributes: mapper.directory(placeholder: nil, inode: inode, changed: changed), timeout: options.kernelTimeout)
         }
         if let attributes = state.withLock({ s in s.staged[inode].map { stagedAttributes($0, path: record.path, inode: inode, s) } }) {

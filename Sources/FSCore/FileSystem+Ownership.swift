@@ -44,6 +44,6 @@ extension FileSystem {
     /// mtime and ctime.
     func touchDirectories(_ inodes: UInt64...) {
         let now = Timestamp(Date())
-        state.withLock { s in for inode in inodes { s.directoryTimes[inode] = now } }
+        state.withLock { s in for inode in inodes { s.inodes.noteEntriesChanged(inode, at: now) } }
     }
 }

@@ -59,10 +59,6 @@ public final class FileSystem: FileSystemOperations {
         /// The write-back state of each staged file, by its id (see
         /// `StagedFile`): under this lock, so nothing nests in it.
         var stagedStates: [UInt64: StagedFile.State] = [:]
-        /// When this mount last added, removed or renamed an entry of each
-        /// directory (by inode): shown as the directory's mtime and ctime.
-        /// Kept in memory only.
-        var directoryTimes: [UInt64: Timestamp] = [:]
     }
 
     // A leaf of the lock order (docs/architecture.md#lock-order): no lock
@@ -186,7 +182,7 @@ public final class FileSystem: FileSystemOperations {
 
     /// What `stat` shows for `node` (`s`: the state, locked by the caller).
     func attributes(_ node: StatCache.Node, inode: UInt64, _ s: borrowing State) -> FileAttributes? {
-        mapper.attributes(node, inode: inode, changed: s.directoryTimes[inode])
+        mapper.attributes(node, inode: inode, changed: s.inodes[inode]?.entriesChanged)
     }
 
     func entryReply(_ attributes: FileAttributes) -> EntryReply {

@@ -32,6 +32,11 @@ struct InodeTable: Sendable {
         /// When the listing the last opendir used was read (the same:
         /// the kernel may keep the directory entries it cached).
         var lastListing: Duration?
+        /// When this mount last added, removed or renamed an entry of this
+        /// directory: shown as its mtime and ctime. Kept with the record,
+        /// so it goes when the kernel forgets the inode (memory stays
+        /// bounded by the inodes the kernel holds).
+        var entriesChanged: Timestamp?
     }
 
     static let root: UInt64 = 1
@@ -159,6 +164,11 @@ struct InodeTable: Sendable {
         let previous = records[inode]?.lastListing
         records[inode]?.lastListing = readAt
         return previous == readAt
+    }
+
+    /// An entry of directory `inode` was added, removed or renamed at `now`.
+    mutating func noteEntriesChanged(_ inode: UInt64, at now: Timestamp) {
+        records[inode]?.entriesChanged = now
     }
 
     /// Records the generation of an open; returns whether it equals the

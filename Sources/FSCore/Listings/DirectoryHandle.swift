@@ -75,7 +75,7 @@ struct DirectoryHandle: Sendable {
             }
             let child = s.inodes.resolveAndPin(path, kind: node.kind!)
             pinned.append(child)
-            let attributes = context.mapper.attributes(known, inode: child, changed: s.directoryTimes[child])!
+            let attributes = context.mapper.attributes(known, inode: child, changed: s.inodes[child]?.entriesChanged)!
             entries.append(DirectoryEntry(
                 name: name, entry: EntryReply(attributes, timeout: context.timeout), nextOffset: Int64(entries.count + 1)))
         }
@@ -115,8 +115,8 @@ struct DirectoryHandle: Sendable {
         if inode != InodeTable.root, let path = s.inodes[inode]?.path,
             case .directory(let placeholder)? = s.stats.lookup(path, now: now)
         {
-            return mapper.directory(placeholder: placeholder, inode: inode, changed: s.directoryTimes[inode])
+            return mapper.directory(placeholder: placeholder, inode: inode, changed: s.inodes[inode]?.entriesChanged)
         }
-        return mapper.directory(placeholder: nil, inode: inode, changed: s.directoryTimes[inode])
+        return mapper.directory(placeholder: nil, inode: inode, changed: s.inodes[inode]?.entriesChanged)
     }
 }

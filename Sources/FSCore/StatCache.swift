@@ -6,7 +6,8 @@ import DequeModule
 /// and the lookups after `ls -l` cost no per-object request), by lookups'
 /// probes and by stats. Entries are trusted for `ttl` (positive) or
 /// `negativeTTL` (absent). A TTL of zero disables caching of that kind.
-/// Bounded by `capacity` names: expired entries go first, then the ones
+/// Bounded by `capacity` names, and expired entries are dropped as new
+/// ones arrive; when full, expired entries go first, then the ones
 /// closest to expiry. Finding those costs O(1) per eviction (a walk of
 /// millions of names evicts all the time): each TTL class keeps its paths
 /// in order of insertion, which within a class is the order of expiry.
@@ -86,6 +87,7 @@ struct StatCache: Sendable {
         let record = Record(path: path, stamp: lastStamp, expiry: now + lifetime)
         entries[path] = Entry(node: node, expiry: record.expiry, stamp: record.stamp)
         if node == .absent { absentOrder.append(record) } else { presentOrder.append(record) }
+        dropExpiredFronts(now: now)
         if entries.count > capacity { shrink() }
         if presentOrder.count + absentOrder.count > 2 * entries.count + 1024 { dropStaleRecords() }
     }
@@ -131,6 +133,22 @@ struct StatCache: Sendable {
     }
 
     private func isLive(_ record: Record) -> Bool { entries[record.path]?.stamp == record.stamp }
+
+    /// Drops the entries that expired by `now` from the front of each
+    /// queue (in expiry order, so this stops at the first fresh one): an
+    /// expired entry answers no lookup, and a mount that sees a stream of
+    /// new names (creates and deletes) would otherwise keep every one of
+    /// them until `capacity` fills. O(1) per entry dropped.
+    private mutating func dropExpiredFronts(now: Duration) {
+        while let first = presentOrder.first, first.expiry <= now || !isLive(first) {
+            presentOrder.removeFirst()
+            if isLive(first) { entries[first.path] = nil }
+        }
+        while let first = absentOrder.first, first.expiry <= now || !isLive(first) {
+            absentOrder.removeFirst()
+            if isLive(first) { entries[first.path] = nil }
+        }
+    }
 
     private mutating func dropStaleFronts() {
         while let first = presentOrder.first, !isLive(first) { presentOrder.removeFirst() }

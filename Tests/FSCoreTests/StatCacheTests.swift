@@ -27,13 +27,23 @@ import Testing
         for i in 0...5 { #expect(cache.lookup("f\(i)", now: .milliseconds(30)) == .file(info("f\(i)"))) }
     }
 
-    @Test func expiredEntriesGoBeforeFreshOnes() {
-        var cache = cache(capacity: 4)
+    @Test func expiredEntriesGoAsNewOnesArriveWithoutWaitingForCapacity() {
+        var cache = cache(capacity: 100_000)
         cache.insert("old", .file(info("old")), now: .zero)
-        for i in 0..<4 { cache.insert("new\(i)", .absent, now: .seconds(11) + .milliseconds(i)) }
-        #expect(cache.count == 3)
-        #expect(cache.lookup("new0", now: .seconds(12)) == nil, "the earliest of the fresh ones goes too (down to 90%)")
-        for i in 1..<4 { #expect(cache.lookup("new\(i)", now: .seconds(12)) == .absent) }
+        cache.insert("new0", .absent, now: .seconds(11))
+        #expect(cache.count == 1, "old expired at 10 s")
+        #expect(cache.lookup("new0", now: .seconds(12)) == .absent)
+        // A stream of names created and deleted (a build, a backup) keeps
+        // only those seen within the TTLs: 2 s of absent names at one every
+        // 10 ms, 10 s of files at one every 10 ms.
+        for i in 0..<5_000 {
+            let now = Duration.seconds(20) + .milliseconds(10 * i)
+            cache.insert("gone\(i)", .absent, now: now)
+            cache.insert("file\(i)", .file(info("file\(i)")), now: now)
+        }
+        #expect(cache.count <= 200 + 1_000 + 2)
+        #expect(cache.queuedRecords <= cache.count + 2)
+        #expect(cache.lookup("file4999", now: .seconds(70)) != nil)
     }
 
     @Test func insertingAgainRenewsAName() {

@@ -35,16 +35,26 @@ extension FileSystem {
         let path = try existingEntryPath(parent: parent, name: name, "unlink")
         let (kind, staged) = await unlinkName(path)
         if kind == .directory { throw FSError(.isDirectory, "unlink of directory \(path)") }
+        try await deleteUnlinked(path, parent: parent, staged: staged)
+    }
+
+    /// Unlink's second step, once the name is unlinked (`unlinkName`):
+    /// deletes the object. The last release of a file just closed may
+    /// discard `staged` at any point of it (FUSE release is asynchronous).
+    func deleteUnlinked(_ path: String, parent: UInt64, staged: StagedFile?) async throws(FSError) {
         var generation: Int64?
-        if let staged {
-            guard let base = staged.base else {
-                touchDirectories(parent)
-                forgetName(path)
-                return
-            }
+        switch staged?.stored {
+        case .never?:
+            touchDirectories(parent)
+            forgetName(path)
+            return
+        case .object(let base)?:
             generation = base.generation
-        } else if case .file(let info)? = state.withLock({ $0.stats.lookup(path, now: clock.now) }) {
-            generation = info.generation
+        case .unknown?, nil:
+            // Not staged, or discarded since (the last release of a file
+            // just closed races the unlink): its upload, if any, is in the
+            // stat cache, or the store says.
+            if case .file(let info)? = state.withLock({ $0.stats.lookup(path, now: clock.now) }) { generation = info.generation }
         }
         // Descriptors still open on it go on reading and writing it.
         var kept = staged

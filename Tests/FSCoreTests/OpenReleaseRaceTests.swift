@@ -67,3 +67,37 @@ import Testing
         #expect(h.fs.state.withLock { $0.staged[inode] } == nil)
     }
 }
+
+/// An unlink races the release of the file's last handle: the close has
+/// uploaded the file, the unlink finds its staged file registered, then
+/// the release discards it before the unlink asks what it uploaded. A
+/// mount test made 10,000 uploads and found 42 such files left in the
+/// bucket: the discarded state read as "never uploaded".
+@Suite struct UnlinkReleaseRaceTests {
+    @Test func anUnlinkWhoseStagedFileIsDiscardedMidwayStillDeletesTheObject() async throws {
+        let h = try Harness()
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "a.txt", mode: 0o644, flags: O_WRONLY)
+        let inode = entry.attributes.inode
+        _ = try await h.fs.write(inode, handle: open.handle, offset: 0, data: Data("one".utf8))
+        try await h.fs.flush(inode, handle: open.handle)
+        #expect(try await h.download("a.txt") == Data("one".utf8))
+
+        let (_, staged) = await h.fs.unlinkName("a.txt")
+        let seen = try #require(staged)
+        try await h.fs.release(inode, handle: open.handle)
+        #expect(seen.stored == .unknown, "discarded: what it uploaded is no longer its state's to say")
+        try await h.fs.deleteUnlinked("a.txt", parent: InodeTable.root, staged: seen)
+        #expect(h.store.objectNames.isEmpty, "the object is deleted: \(h.store.objectNames)")
+    }
+
+    @Test func anUnlinkOfAFileNeverUploadedSendsNoDelete() async throws {
+        let h = try Harness()
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "b.txt", mode: 0o644, flags: O_WRONLY)
+        _ = try await h.fs.write(entry.attributes.inode, handle: open.handle, offset: 0, data: Data("draft".utf8))
+        let (_, staged) = await h.fs.unlinkName("b.txt")
+        #expect(staged?.stored == .never)
+        try await h.fs.deleteUnlinked("b.txt", parent: InodeTable.root, staged: staged)
+        try await h.fs.release(entry.attributes.inode, handle: open.handle)
+        #expect(h.store.objectNames.isEmpty, "never stored: \(h.store.objectNames)")
+    }
+}

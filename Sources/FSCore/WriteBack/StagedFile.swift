@@ -399,6 +399,24 @@ final class StagedFile: Sendable {
 
     var current: State { withState { $0 } }
     var base: ObjectInfo? { withState { $0.base } }
+
+    /// What the store holds of this file as far as its state knows.
+    enum Stored: Sendable, Equatable {
+        /// Never stored: no object to delete.
+        case never
+        case object(ObjectInfo)
+        /// The state is gone (the file was discarded after its last
+        /// release, which may come at any time after a close): whatever
+        /// it uploaded is for the caches or the store to tell.
+        case unknown
+    }
+
+    var stored: Stored {
+        lock.withLock { s in
+            guard let state = s.stagedStates[id] else { return .unknown }
+            return state.base.map(Stored.object) ?? .never
+        }
+    }
     var handleCount: Int { withState { $0.writeBack.handles } }
 
     /// Fetches every base block still missing: before an upload, the local

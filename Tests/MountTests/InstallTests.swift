@@ -140,6 +140,24 @@ extension MountTests {
             for option in options { #expect(text.contains(option), "the page lacks \(option)") }
         }
 
+        @Test("mount(8) runs a FUSE helper with its own PATH, not the caller's: another PREFIX needs the /sbin link")
+        func mountGivesHelpersItsOwnPath() async throws {
+            // fuse3's /sbin/mount.fuse runs `TYPE SOURCE TARGET -o OPTIONS`
+            // for type fuse.TYPE through /bin/sh: with TYPE sh and a script as
+            // SOURCE, the script reports the PATH it got, then fails the mount.
+            let dir = try Self.temporaryDirectory("mount-path")
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let report = dir + "/path"
+            let probe = dir + "/probe"
+            try Data("#!/bin/sh\nprintf %s \"$PATH\" >'\(report)'\nexit 1\n".utf8).write(to: URL(fileURLWithPath: probe))
+            chmod(probe, 0o755)
+            try FileManager.default.createDirectory(atPath: dir + "/mnt", withIntermediateDirectories: true)
+            let mounted = try await Tools.run(
+                "/usr/bin/env", ["PATH=\(dir):/usr/bin:/bin:/usr/sbin:/sbin", "mount", "-t", "fuse.sh", probe, dir + "/mnt"])
+            #expect(!mounted.ok, "\(mounted.summary)")
+            #expect(try String(contentsOfFile: report, encoding: .utf8) == Self.mountHelperPath)
+        }
+
         @Test("the installed mount.fuse.bucketfs mounts with the installed binary, as mount(8) runs it")
         func mountHelperRunsInstalledBinary() async throws {
             let (prefix, _) = try await Self.installIntoTemporaryPrefix()

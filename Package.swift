@@ -105,7 +105,7 @@ let package = Package(
             name: "FuseBridgeTests",
             dependencies: ["FuseBridge", "FSCore", "CXattr", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "CLITests", dependencies: ["BucketFSCLI", "StorageKit"]),
+        .testTarget(name: "CLITests", dependencies: ["BucketFSCLI", "StorageKit", "TestSupport"]),
         .testTarget(
             name: "MountTests", dependencies: ["StorageKit", "Transport", "FSCore", "FSCoreTesting", "TestSupport", "CXattr"]),
         .testTarget(

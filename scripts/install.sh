@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs bucketfs:
-#   bash scripts/install.sh [--binary PATH] [--generate-manual PATH] [PREFIX]
+#   bash scripts/install.sh [--binary PATH] [PREFIX]
 #
 # PREFIX defaults to /usr/local. What goes where:
 #   PREFIX/bin/bucketfs                           the command
@@ -11,20 +11,18 @@
 #   PREFIX/share/fish/vendor_completions.d/bucketfs.fish
 #
 # Without --binary (or BUCKETFS_BINARY) it runs `swift build -c release`
-# and installs that build. The man page is written by swift-argument-parser's
-# manual generator, `generate-manual`, the tool behind its GenerateManual
-# package plugin: the script builds it through the plugin
-# (`swift package plugin generate-manual --help` builds the tool and nothing
-# else) unless --generate-manual (or BUCKETFS_GENERATE_MANUAL) names a built
-# one, and runs it on the installed binary. The completion scripts are the
-# binary's own (`bucketfs --generate-completion-script bash|zsh|fish`).
+# and installs that build; with it, nothing is built. The man page and the
+# completion scripts are the binary's own (`bucketfs print-manual-page`,
+# `bucketfs --generate-completion-script bash|zsh|fish`).
 #
 # The mount helper: mount(8) runs /sbin/mount.fuse.bucketfs for
 # `mount -t fuse.bucketfs` and fstab lines of that type, else /sbin/mount.fuse
-# (fuse3's mount.fuse3), which runs `bucketfs` from PATH. The helper installed
-# here runs mount.fuse3 with PREFIX/bin first in PATH, so it mounts with this
-# install whatever PATH holds. mount(8) looks for helpers in /sbin only: when
-# PREFIX/sbin is not /sbin, the script prints the link to make.
+# (fuse3's mount.fuse3), which runs `bucketfs` from the PATH mount(8) gives
+# its helpers, /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# whatever the caller's PATH is. The helper installed here runs mount.fuse3
+# with PREFIX/bin first in PATH, so it mounts with this install. mount(8)
+# looks for helpers in /sbin only: when PREFIX/bin is not in mount(8)'s PATH
+# and PREFIX/sbin is not /sbin, the script prints the link to make.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -40,12 +38,10 @@ fail() {
 }
 
 BINARY="${BUCKETFS_BINARY:-}"
-GENERATOR="${BUCKETFS_GENERATE_MANUAL:-}"
 PREFIX=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --binary) [[ $# -ge 2 ]] || usage; BINARY="$2"; shift 2 ;;
-        --generate-manual) [[ $# -ge 2 ]] || usage; GENERATOR="$2"; shift 2 ;;
         -h | --help) usage ;;
         -*) printf 'install: unknown option %s\n' "$1" >&2; usage ;;
         *) [[ -z "$PREFIX" ]] || usage; PREFIX="$1"; shift ;;
@@ -70,7 +66,6 @@ fi
 
 # Paths given relative to where the script was started.
 [[ -z "$BINARY" || "$BINARY" == /* ]] || BINARY="$PWD/$BINARY"
-[[ -z "$GENERATOR" || "$GENERATOR" == /* ]] || GENERATOR="$PWD/$GENERATOR"
 cd "$REPO"
 if [[ -z "$BINARY" ]]; then
     swift build -c release --product bucketfs
@@ -81,12 +76,6 @@ if ! "$BINARY" --help >/dev/null 2>&1; then
     libs="$(ldd "$BINARY" 2>/dev/null | awk '/not found/ { print $1 }' | tr '\n' ' ')"
     fail "$BINARY does not run${libs:+; libraries not found: $libs(libfuse3.so.3: apt-get install libfuse3-3; libcurl.so.4: apt-get install libcurl4)}"
 fi
-if [[ -z "$GENERATOR" ]]; then
-    swift package plugin generate-manual --help >/dev/null
-    GENERATOR="$(swift build --show-bin-path)/generate-manual-tool"
-fi
-[[ -x "$GENERATOR" ]] || fail "no manual generator at $GENERATOR"
-
 install -d "$PREFIX/bin" "$PREFIX/sbin" "$PREFIX/share/man/man1" \
     "$PREFIX/share/bash-completion/completions" "$PREFIX/share/zsh/site-functions" \
     "$PREFIX/share/fish/vendor_completions.d"
@@ -94,13 +83,13 @@ install -m 0755 "$BINARY" "$PREFIX/bin/bucketfs.new"
 mv -f "$PREFIX/bin/bucketfs.new" "$PREFIX/bin/bucketfs"
 INSTALLED="$PREFIX/bin/bucketfs"
 
-# The man page's date is the commit's, so that a page built twice is the same.
+# The man page's date is the commit's, so that a page written twice is the same.
 date_args=()
 if commit_date="$(git -C "$REPO" log -1 --format=%cs 2>/dev/null)" && [[ -n "$commit_date" ]]; then
     date_args=(--date "$commit_date")
 fi
-"$GENERATOR" "$INSTALLED" "${date_args[@]}" --output-directory "$PREFIX/share/man/man1"
-[[ -s "$PREFIX/share/man/man1/bucketfs.1" ]] || fail "the manual generator wrote no bucketfs.1"
+"$INSTALLED" print-manual-page "${date_args[@]}" >"$PREFIX/share/man/man1/bucketfs.1.new"
+mv -f "$PREFIX/share/man/man1/bucketfs.1.new" "$PREFIX/share/man/man1/bucketfs.1"
 
 "$INSTALLED" --generate-completion-script bash >"$PREFIX/share/bash-completion/completions/bucketfs"
 "$INSTALLED" --generate-completion-script zsh >"$PREFIX/share/zsh/site-functions/_bucketfs"
@@ -122,8 +111,16 @@ chmod 0755 "$HELPER.new"
 mv -f "$HELPER.new" "$HELPER"
 
 printf 'install: bucketfs installed in %s\n' "$PREFIX"
+# mount(8) runs /sbin/mount.fuse (which finds bucketfs in its own PATH) when
+# /sbin has no mount.fuse.bucketfs.
 sbin_real="$(cd "$PREFIX/sbin" && pwd -P)"
-if [[ "$sbin_real" != "$(cd /sbin && pwd -P)" ]]; then
-    printf 'install: mount(8) looks for helpers in /sbin only; for mount -t fuse.bucketfs to use this install:\n' >&2
+bin_real="$(cd "$PREFIX/bin" && pwd -P)"
+mount_path_bins=()
+for dir in /usr/local/bin /usr/bin /bin; do
+    [[ -d "$dir" ]] && mount_path_bins+=("$(cd "$dir" && pwd -P)")
+done
+if [[ "$sbin_real" != "$(cd /sbin && pwd -P)" && " ${mount_path_bins[*]} " != *" $bin_real "* ]]; then
+    printf 'install: mount(8) looks for helpers in /sbin only and runs them with its own PATH, which lacks %s;\n' "$PREFIX/bin" >&2
+    printf 'install: for mount -t fuse.bucketfs and fstab lines to use this install:\n' >&2
     printf '  ln -sf %s /sbin/mount.fuse.bucketfs\n' "$HELPER" >&2
 fi

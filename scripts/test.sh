@@ -15,11 +15,8 @@
 #        bucket bucketfs-test created)
 #      BUCKETFS_TEST_PYTHON=<repo>/.build/venv/bin/python
 #      BUCKETFS_TEST_REPO=<repo>
-# 4. swift build --build-tests, builds swift-argument-parser's manual
-#    generator (the GenerateManual plugin's tool, for the installer's test:
-#    swift test holds .build's lock, so the test cannot build it), then
-#    swift test "$@"; exits with swift test's
-#    status. On any exit the servers are stopped (by their saved PIDs) and
+# 4. swift build --build-tests, then swift test "$@"; exits with swift
+#    test's status. On any exit the servers are stopped (by their saved PIDs) and
 #    every mountpoint listed in .build/servers/mounts (one per line, written
 #    by tests) is lazily unmounted.
 set -euo pipefail
@@ -130,8 +127,6 @@ say "BUCKETFS_TEST_FAKE_GCS_SERVER=$BUCKETFS_TEST_FAKE_GCS_SERVER"
 
 say "swift build --build-tests"
 swift build --build-tests
-say "swift package plugin generate-manual --help (builds the manual generator)"
-swift package plugin generate-manual --help >/dev/null
 
 say "swift test $*"
 status=0

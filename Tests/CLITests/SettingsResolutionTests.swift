@@ -31,7 +31,17 @@ import Testing
 
     static func usageMessage(_ arguments: [String], environment: [String: String]) async -> String? {
         do {
-            let (command, settings) = try await resolve(arguments, environment: environment)
+            return await usageMessage(try MountCommand.parse(["gs://b", "/mnt"] + arguments), environment: environment)
+        } catch {
+            return "not a usage error: \(error)"
+        }
+    }
+
+    /// What stops `command` before it mounts, from any of its sources, or
+    /// nil when every setting resolves.
+    static func usageMessage(_ command: MountCommand, environment: [String: String]) async -> String? {
+        do {
+            let settings = try await command.resolveSettings(environment: environment)
             _ = try command.process.resolve(settings)
             _ = try command.storageOptions.resolved(settings)
             _ = try command.filesystem.mountOptions(prefix: "", bucket: "b", settings, home: environment["HOME"])

@@ -40,12 +40,6 @@ enum MountEnv {
         try builtExecutable("bucketfs", buildCommand: "swift build --build-tests")
     }
 
-    /// swift-argument-parser's manual generator beside the test bundle, as
-    /// its GenerateManual plugin builds it (scripts/test.sh does).
-    static func manualGenerator() throws -> String {
-        try builtExecutable("generate-manual-tool", buildCommand: "swift package plugin generate-manual --help")
-    }
-
     static func builtExecutable(_ name: String, buildCommand: String) throws -> String {
         let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let path = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent(name).path

@@ -42,7 +42,7 @@ firebase_curl() {
 firebase_fs() { :; }
 
 firebase_notes() {
-    echo "Firebase rows: scripts/bench/firebase_ls.sh (issue 10), median of three cold runs on"
+    echo "Firebase rows: scripts/bench/firebase_ls.sh, median of three cold runs on"
     echo "Tests/Servers/firebase_emulator.py; its 20 ms is held by that server before each request, not by the delay"
     echo "proxy. A v0 listing names its objects only, so the mount stats each one (16 at a time)."
 }

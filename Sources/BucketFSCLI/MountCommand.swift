@@ -89,7 +89,9 @@ struct MountCommand: AsyncParsableCommand {
         configuration.logger = Logger(label: "bucketfs.storage")
         configuration.uploadChunkSize = Int64(process.uploadChunkMiB) << 20
         let storage = Storage(bucket: target.bucket, configuration: configuration)
-        try await Preflight.check(storage: storage, prefix: target.prefix, endpoint: configuration.endpoint, logger: logger)
+        try await Preflight.check(
+            storage: storage, prefix: target.prefix, endpoint: configuration.endpoint,
+            credentialsHint: storageOptions.credentialsHint(endpoint: configuration.endpoint, environment: environment), logger: logger)
 
         options.streamChunkSize = configuration.uploadChunkSize
         // mountOptions always sets it; MountOptions has it optional for FSCore's tests.

@@ -106,6 +106,24 @@ extension MountTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: first.path).contains("still.txt"))
         }
 
+        @Test("a mount on a dead mount (its process killed) exits 5 naming the path and how to clear it")
+        func deadMountpoint() async throws {
+            let first = try await Mount.start(endpoint: try MountEnv.fake(), bucket: "mp-dead-\(UUID().uuidString.prefix(8).lowercased())", prefix: "")
+            defer { first.cleanup() }
+            let pid = try #require(first.pid)
+            kill(pid, SIGKILL)
+            _ = await first.waitForExit(.seconds(10))
+            let bucket = "mp-after-\(UUID().uuidString.prefix(8).lowercased())"
+            let (result, other) = try await Self.mountCLI(
+                endpoint: try MountEnv.fake(), bucketURL: "gs://\(bucket)", mode: .background, mountpoint: first.path)
+            defer { other.cleanup() }
+            #expect(result.status == 5 && !result.signaled, "\(result.summary)")
+            #expect(result.stderr.contains("mountpoint \(first.path) is a mount whose process has ended"), "\(result.summary)")
+            #expect(result.stderr.contains("fusermount3 -uz \(first.path)"), "\(result.summary)")
+            let seen = try await Self.requests(for: bucket)
+            #expect(seen.isEmpty, "no request before the mountpoint is checked: \(seen)")
+        }
+
         @Test("SIGTERM unmounts cleanly and exits 0", arguments: modes)
         func sigtermUnmounts(mode: Mount.Mode) async throws {
             let gcs = try DirectGCS.emulator()

@@ -10,7 +10,8 @@ import Transport
 /// Exit codes: 0 mounted (or, in the foreground, unmounted cleanly);
 /// 2 no such bucket; 3 credentials missing, refused or not allowed to list;
 /// 4 endpoint unreachable; 5 the mount itself failed (mountpoint missing,
-/// busy, no /dev/fuse); 1 anything else; 64 bad command line.
+/// not a directory, already mounted, no /dev/fuse); 1 anything else; 64 bad
+/// command line.
 struct MountCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
@@ -67,9 +68,7 @@ struct MountCommand: AsyncParsableCommand {
         let retryPending = try settings.flag(Settings.retryPending, filesystem.retryPending)
         let kernelReadAheadKiB = try filesystem.kernelReadAhead(settings)
         var options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket, settings, home: environment["HOME"])
-        guard FileManager.default.fileExists(atPath: mountpoint) else {
-            throw CLIError.bucket("mountpoint \(mountpoint) does not exist", exitCode: 5)
-        }
+        try MountpointCheck.verify(mountpoint)
         if !process.foreground {
             try Daemon.spawnForegroundChild(logFile: process.logFile)
             return
@@ -90,7 +89,9 @@ struct MountCommand: AsyncParsableCommand {
         configuration.logger = Logger(label: "bucketfs.storage")
         configuration.uploadChunkSize = Int64(process.uploadChunkMiB) << 20
         let storage = Storage(bucket: target.bucket, configuration: configuration)
-        try await Preflight.check(storage: storage, prefix: target.prefix, endpoint: configuration.endpoint, logger: logger)
+        try await Preflight.check(
+            storage: storage, prefix: target.prefix, endpoint: configuration.endpoint,
+            credentialsHint: storageOptions.credentialsHint(endpoint: configuration.endpoint, environment: environment), logger: logger)
 
         options.streamChunkSize = configuration.uploadChunkSize
         // mountOptions always sets it; MountOptions has it optional for FSCore's tests.

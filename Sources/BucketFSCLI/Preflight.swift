@@ -20,7 +20,9 @@ import Transport
 enum Preflight {
     static let patience: Duration = .seconds(15)
 
-    static func check(storage: Storage, prefix: String, endpoint: URL, logger: Logger) async throws {
+    /// `credentialsHint` ends the message of credentials that are missing
+    /// or refused (`StorageOptions.credentialsHint`).
+    static func check(storage: Storage, prefix: String, endpoint: URL, credentialsHint: String? = nil, logger: Logger) async throws {
         let deadline = ContinuousClock.now + patience
         let firebase = storage.configuration.credentials as? FirebaseAuthCredentials
         if let firebase {
@@ -31,7 +33,7 @@ enum Preflight {
             case .failure(let error as TransportError)?:
                 throw CLIError.bucket("Firebase Auth endpoint unreachable: \(auth) (\(error))", exitCode: 4)
             case .failure(let error)?:
-                throw explain(.unauthenticated(String(describing: error)), bucket: storage.bucket, endpoint: endpoint)
+                throw explain(.unauthenticated(String(describing: error)), bucket: storage.bucket, endpoint: endpoint, credentialsHint: credentialsHint)
             case .success?:
                 break
             }
@@ -43,7 +45,7 @@ enum Preflight {
         case .failure(StorageError.unauthorized(let message))? where firebase != nil:
             logger.notice("the Security Rules do not let this user list gs://\(storage.bucket)/\(prefix); paths they allow can still be reached by name", metadata: ["cause": "\(message)"])
         case .failure(let error as StorageError)?:
-            throw explain(error, bucket: storage.bucket, endpoint: endpoint)
+            throw explain(error, bucket: storage.bucket, endpoint: endpoint, credentialsHint: credentialsHint)
         case .failure(let error)?:
             throw CLIError.bucket("cannot list gs://\(storage.bucket): \(error)", exitCode: 1)
         case .success?:
@@ -54,12 +56,13 @@ enum Preflight {
         }
     }
 
-    static func explain(_ error: StorageError, bucket: String, endpoint: URL) -> CLIError {
+    static func explain(_ error: StorageError, bucket: String, endpoint: URL, credentialsHint: String? = nil) -> CLIError {
         switch error {
         case .bucketNotFound:
             return .bucket("no such bucket: gs://\(bucket) (at \(endpoint.absoluteString))", exitCode: 2)
         case .unauthenticated(let m):
-            return .bucket("credentials missing or refused for gs://\(bucket): \(m)", exitCode: 3)
+            let hint = credentialsHint.map { "; \($0)" } ?? ""
+            return .bucket("credentials missing or refused for gs://\(bucket): \(m)\(hint)", exitCode: 3)
         case .unauthorized(let m):
             return .bucket("permission denied listing gs://\(bucket): \(m)", exitCode: 3)
         case .retryLimitExceeded(let m):

@@ -7,7 +7,7 @@ enum Settings {
     // Bucket and credentials (also the options of ls, cp, put and get).
     static let endpoint = Setting<String>(
         "endpoint", "URL", defaultText: "STORAGE_EMULATOR_HOST, else https://storage.googleapis.com", inStatus: false,
-        help: "Storage endpoint, e.g. http://127.0.0.1:9023 for an emulator; with a Firebase sign-in the default is FIREBASE_STORAGE_EMULATOR_HOST, else https://firebasestorage.googleapis.com.")
+        help: "Storage endpoint: a regional or private endpoint or a proxy, which gets the same credentials as the default one, or an emulator with --anonymous (e.g. http://127.0.0.1:9023); with a Firebase sign-in the default is FIREBASE_STORAGE_EMULATOR_HOST, else https://firebasestorage.googleapis.com.")
     static let keyFile = Setting<String>(
         "key-file", "FILE", defaultText: "Application Default Credentials", inStatus: false,
         help: "Google credentials JSON file: a service-account key, or an authorized_user, external_account or impersonated_service_account file. Without it: GOOGLE_APPLICATION_CREDENTIALS, then gcloud's application_default_credentials.json, then the metadata server.")
@@ -22,7 +22,9 @@ enum Settings {
         help: "Project billed for requests to a requester-pays bucket (sent as userProject).")
     static let tokenFile = Setting<String>(
         "token-file", "FILE", inStatus: false, help: "File holding an OAuth2 access token (re-read when it changes).")
-    static let anonymous = Setting<Bool>("anonymous", inStatus: false, help: "Send no credentials (public buckets, emulators).")
+    static let anonymous = Setting<Bool>(
+        "anonymous", inStatus: false,
+        help: "Send no credentials (public buckets, emulators). Without it requests carry credentials, to any --endpoint too, unless STORAGE_EMULATOR_HOST is set.")
     static let firebaseAPIKey = Setting<String>(
         "firebase-api-key", "KEY", defaultText: "apiKey of FIREBASE_CONFIG", inStatus: false,
         help: "The Firebase app's Web API key, for a Firebase sign-in (FIREBASE_CONFIG: the app's configuration as JSON or a file).")

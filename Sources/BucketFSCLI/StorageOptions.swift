@@ -132,10 +132,38 @@ struct StorageOptions: ParsableArguments {
                 configuration.credentials = google
             }
         } catch let error as CredentialsError {
-            throw CLIError.bucket("credentials: \(error)", exitCode: 3)
+            let hint = credentialsHint(endpoint: configuration.endpoint, environment: environment).map { "; \($0)" } ?? ""
+            throw CLIError.bucket("credentials: \(error)\(hint)", exitCode: 3)
         }
         configuration.billingProject = billingProject
         return configuration
+    }
+
+    /// Whether the Application Default Credentials are looked up: no other
+    /// credentials are given, and no emulator is named by
+    /// `STORAGE_EMULATOR_HOST` (which, as in Google's client libraries,
+    /// means anonymous unless impersonation asks for credentials). An
+    /// `--endpoint` keeps them: a regional endpoint, Private Service
+    /// Connect or a proxy needs the same credentials as the default one.
+    func usesApplicationDefaultCredentials(environment: [String: String]) -> Bool {
+        guard !anonymous, keyFile == nil, tokenFile == nil, firebaseMethods == 0 else { return false }
+        return impersonateServiceAccount != nil || (environment["STORAGE_EMULATOR_HOST"] ?? "").isEmpty
+    }
+
+    /// What to add to a "credentials missing or refused" message: with
+    /// the Application Default Credentials in front of a plain-http
+    /// endpoint on this machine (most likely an emulator), how to go
+    /// without credentials. Nil otherwise.
+    func credentialsHint(endpoint: URL, environment: [String: String]) -> String? {
+        guard usesApplicationDefaultCredentials(environment: environment), Self.isLocalHTTP(endpoint) else { return nil }
+        return "\(endpoint.absoluteString) is a local endpoint: for an emulator, add --anonymous"
+    }
+
+    /// An http:// URL on a loopback address.
+    static func isLocalHTTP(_ url: URL) -> Bool {
+        guard url.scheme?.lowercased() == "http", let host = url.host?.lowercased() else { return false }
+        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
     }
 
     /// OAuth credentials: the key or token file given, else (unless
@@ -149,8 +177,7 @@ struct StorageOptions: ParsableArguments {
             base = try CredentialsFile.load(keyFile, transport: transport)
         } else if let tokenFile {
             base = StaticTokenCredentials(tokenFile: tokenFile)
-        } else if !anonymous,
-                  impersonateServiceAccount != nil || (endpoint == nil && (environment["STORAGE_EMULATOR_HOST"] ?? "").isEmpty) {
+        } else if usesApplicationDefaultCredentials(environment: environment) {
             base = try Credentials.fromEnvironment(environment, transport: transport)
         } else {
             base = nil

@@ -66,7 +66,11 @@ extension FileSystem {
     /// there. Losing twice is EAGAIN ("try again").
     ///
     /// The stat cache and the cached listing then hold the returned
-    /// metadata, so the next getxattr asks nothing.
+    /// metadata, so the next getxattr asks nothing. They hold it even when
+    /// its versions look older than what was known: a server may leave the
+    /// metageneration out of its answer (fake-gcs-server does; it reads as
+    /// 0), and the change must show at once. A later change whose
+    /// precondition on that 0 fails takes the lost-race path above.
     func changeMetadata(
         of inode: UInt64, record: InodeTable.Record, _ patch: MetadataPatch,
         check: (ObjectInfo?) throws(FSError) -> Void = { _ in }
@@ -89,7 +93,7 @@ extension FileSystem {
             try ExtendedAttributeRules.checkTotal(patch, on: current?.customMetadata ?? [:])
             switch await ObjectMetadataWriter(store: store).apply(patch, to: object, current: current) {
             case .success(let updated):
-                remember(updated, for: record, now: clock.now)
+                remember(updated, for: record, now: clock.now, source: .changedHere)
                 state.withLock { $0.staged[inode] }?.rebase(updated)
                 logger.debug("metadata changed", metadata: ["object": "\(object)", "metageneration": "\(updated.metageneration)"])
                 return updated
@@ -147,7 +151,7 @@ extension FileSystem {
         let later = clock.now
         switch result {
         case .success(let info):
-            remember(info, for: record, now: later)
+            remember(info, for: record, now: later, source: .read)
             return info
         case .failure(.notFound) where record.kind == .directory:
             return nil
@@ -159,17 +163,18 @@ extension FileSystem {
         }
     }
 
-    /// Keeps `info` as what `record` is now: in the stat cache and, for a
-    /// file, in its directory's cached listing (which a later opendir
-    /// within the TTL reuses).
-    private func remember(_ info: ObjectInfo, for record: InodeTable.Record, now: Duration) {
+    /// Keeps `info` as what `record` is now: in the stat cache and in its
+    /// directory's cached listing (which a later opendir within the TTL
+    /// reuses). `source` says whether the store just accepted this
+    /// metadata from us (it then replaces whatever was known).
+    private func remember(_ info: ObjectInfo, for record: InodeTable.Record, now: Duration, source: StatCache.Source) {
         state.withLock { s in
             switch record.kind {
             case .directory:
-                s.stats.insert(record.path, .directory(placeholder: info), now: now)
+                s.stats.insert(record.path, .directory(placeholder: info), now: now, source: source)
                 s.listings.amend(record.path, .directory(placeholder: info))
             case .file, .symlink:
-                s.stats.insert(record.path, .file(info), now: now)
+                s.stats.insert(record.path, .file(info), now: now, source: source)
                 s.listings.amend(record.path, .file(info))
             }
         }

@@ -123,7 +123,7 @@ extension FileSystem {
     func noteCreated(_ path: String, _ node: StatCache.Node) -> EntryReply {
         let now = clock.now
         return state.withLock { s in
-            s.stats.insert(path, node, now: now)
+            s.stats.insert(path, node, now: now, source: .changedHere)
             s.listings.created(path, node, now: now)
             let inode = s.inodes.lookup(path, kind: node.kind!)
             return entryReply(attributes(node, inode: inode, s)!)

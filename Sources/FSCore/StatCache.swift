@@ -68,7 +68,21 @@ struct StatCache: Sendable {
         return entry.node
     }
 
-    mutating func insert(_ path: String, _ node: Node, now: Duration) {
+    /// Where an inserted node's metadata comes from.
+    enum Source: Sendable {
+        /// Read from the store (a listing, a stat, a probe), perhaps before
+        /// a change this mount made since: a directory keeps placeholder
+        /// metadata learnt earlier that is newer, or that a listing lacks.
+        case read
+        /// The store's answer to a change this mount made (mkdir, chmod,
+        /// setxattr): what the object is now. It replaces what was known
+        /// whatever versions it carries: a server may leave them out
+        /// (fake-gcs-server's PATCH answer has no metageneration) or not
+        /// count them, and an accepted change must show at once.
+        case changedHere
+    }
+
+    mutating func insert(_ path: String, _ node: Node, now: Duration, source: Source = .read) {
         let lifetime = node == .absent ? negativeTTL : ttl
         guard lifetime > .zero else {
             entries[path] = nil
@@ -78,7 +92,7 @@ struct StatCache: Sendable {
         // A listing may not know a directory's placeholder (v0), or know
         // an older version of it (read before a chmod here); keep newer
         // metadata learnt earlier while it is fresh.
-        if case .directory(let listed) = node, case .directory(let known?)? = lookup(path, now: now),
+        if source == .read, case .directory(let listed) = node, case .directory(let known?)? = lookup(path, now: now),
             listed.map({ ($0.generation, $0.metageneration) < (known.generation, known.metageneration) }) ?? true
         {
             node = .directory(placeholder: known)

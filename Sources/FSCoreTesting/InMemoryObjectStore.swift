@@ -53,14 +53,28 @@ public final class InMemoryObjectStore: ObjectStore {
     /// rules work as configured through `faultHook`).
     public let capabilities: StoreCapabilities
 
+    /// How a PATCH treats the metageneration.
+    public enum Metagenerations: Sendable {
+        /// As Cloud Storage: each change adds one, the answer carries it,
+        /// and ifMetagenerationMatch is checked.
+        case counted
+        /// As fake-gcs-server: it stays where it was (1), the PATCH answer
+        /// carries none (read as 0), and ifMetagenerationMatch is not
+        /// checked. The change itself is stored and answered.
+        case notReported
+    }
+
+    public let metagenerations: Metagenerations
+
     public init(
         now: @escaping @Sendable () -> Date = { Date() }, chunkSize: Int = 64 << 10, bucket: String = "in-memory",
-        capabilities: StoreCapabilities = .full
+        capabilities: StoreCapabilities = .full, metagenerations: Metagenerations = .counted
     ) {
         self.now = now
         self.chunkSize = max(1, chunkSize)
         self.bucket = bucket
         self.capabilities = capabilities
+        self.metagenerations = metagenerations
     }
 
     // MARK: - Test controls
@@ -270,7 +284,7 @@ public final class InMemoryObjectStore: ObjectStore {
         try state.withLock { s throws(StoreError) in
             try Self.begin(&s, .patch, name)
             guard var info = s.objects[name]?.info else { throw .notFound(name) }
-            if let expected = ifMetagenerationMatch, expected != info.metageneration {
+            if metagenerations == .counted, let expected = ifMetagenerationMatch, expected != info.metageneration {
                 throw .preconditionFailed("\(name): metageneration \(info.metageneration), expected \(expected)")
             }
             for (key, value) in patch.customMetadata { info.customMetadata[key] = value }
@@ -279,10 +293,18 @@ public final class InMemoryObjectStore: ObjectStore {
             if let v = patch.contentDisposition { info.contentDisposition = v }
             if let v = patch.contentEncoding { info.contentEncoding = v }
             if let v = patch.contentLanguage { info.contentLanguage = v }
-            info.metageneration += 1
-            info.updated = now()
-            s.objects[name]!.info = info
-            return info
+            switch metagenerations {
+            case .counted:
+                info.metageneration += 1
+                info.updated = now()
+                s.objects[name]!.info = info
+                return info
+            case .notReported:
+                s.objects[name]!.info = info
+                var answer = info
+                answer.metageneration = 0
+                return answer
+            }
         }
     }
 

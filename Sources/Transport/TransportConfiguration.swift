@@ -31,9 +31,12 @@ public struct TransportConfiguration: Sendable {
 }
 
 /// Truncated exponential backoff with jitter, as Google recommends for Cloud
-/// Storage: the n-th retry waits `initialBackoff * multiplier^n`, capped at
-/// `maxBackoff`, plus a random jitter of up to the same amount again; retries
-/// stop after `maxAttempts` attempts in all or once `totalTimeout` would be
+/// Storage (https://cloud.google.com/storage/docs/retry-strategy): the n-th
+/// retry waits `initialBackoff * multiplier^n` plus a random jitter of up to
+/// one `initialBackoff`, and never more than `maxBackoff`. With the default
+/// 1 s that is Google's `min(2^n + random_number_milliseconds,
+/// maximum_backoff)`, where the random part is at most 1000 ms. Retries stop
+/// after `maxAttempts` attempts in all or once `totalTimeout` would be
 /// exceeded.
 public struct RetryPolicy: Sendable, Equatable {
     public var maxAttempts: Int
@@ -60,12 +63,14 @@ public struct RetryPolicy: Sendable, Equatable {
     public static let none = RetryPolicy(maxAttempts: 1)
 
     /// The wait before retry number `retry` (0 for the first retry), with
-    /// `jitter` in 0..<1 drawn by the caller so tests can fix it.
+    /// `jitter` in 0..<1 drawn by the caller so tests can fix it. The jitter
+    /// is a fraction of one `initialBackoff`, not of the grown wait: it
+    /// spreads clients apart without stretching the doubling.
     public func delay(beforeRetry retry: Int, jitter: Double) -> Duration {
         let base = initialBackoff.seconds * pow(multiplier, Double(retry))
-        let capped = min(base, maxBackoff.seconds)
-        let withJitter = min(capped * (1 + max(0, min(jitter, 1))), maxBackoff.seconds)
-        return .nanoseconds(Int64(withJitter * 1e9))
+        let spread = initialBackoff.seconds * max(0, min(jitter, 1))
+        let wait = min(base + spread, maxBackoff.seconds)
+        return .nanoseconds(Int64((wait * 1e9).rounded()))
     }
 
     /// HTTP statuses worth another attempt: request timeout, too many

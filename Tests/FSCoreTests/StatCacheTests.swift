@@ -120,6 +120,18 @@ import Testing
         #expect(cache.lookup("d", now: .seconds(3)) == .directory(placeholder: newer), "a newer version replaces it")
     }
 
+    @Test func aChangeMadeHereReplacesThePlaceholderWhateverItsVersions() {
+        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        cache.insert("d", .directory(placeholder: info("d/")), now: .zero, source: .changedHere)
+        // The store's answer to a chmod, without a metageneration (as
+        // fake-gcs-server gives it): older by its versions, newer in fact.
+        var answer = info("d/")
+        answer.metageneration = 0
+        answer.customMetadata = [AttributeMapper.modeKey: "700"]
+        cache.insert("d", .directory(placeholder: answer), now: .seconds(1), source: .changedHere)
+        #expect(cache.lookup("d", now: .seconds(2)) == .directory(placeholder: answer), "the answer, not the older attributes")
+    }
+
     @Test func staysWithinCapacity() {
         var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
         for i in 0..<1000 { cache.insert("n\(i)", .absent, now: .milliseconds(i)) }

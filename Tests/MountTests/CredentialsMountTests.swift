@@ -53,11 +53,16 @@ extension MountTests {
         /// Mounts with `options`, writes and lists, and returns what the
         /// bucket's server saw and `bucketfs status` said. `serverArguments`
         /// go to token_server.py, with `{dir}` replaced by a directory of
-        /// the test's own.
+        /// the test's own. The bucket's server refuses requests without
+        /// credentials (401), as Cloud Storage does for a private bucket.
+        /// With `findsCredentials` the mount gets no credentials option and
+        /// finds them as a user's mount would, with `applicationDefaults`
+        /// as the environment of the Application Default Credentials.
         typealias Seen = (requests: [LoggedRequest], status: String, log: String)
 
         static func mountAndUse(
-            serverArguments: [String] = [], _ options: (TokenServer, Mount) throws -> [String]
+            serverArguments: [String] = [], findsCredentials: Bool = false,
+            _ options: (TokenServer, Mount) throws -> [String]
         ) async throws -> Seen {
             let dirs = try Mount()
             defer { dirs.cleanup() }
@@ -65,8 +70,10 @@ extension MountTests {
             defer { server.stop() }
             let bucket = "creds-\(UUID().uuidString.prefix(8).lowercased())"
             let gcs = try DirectGCS.fake(bucket: bucket)
+            try await Self.refuseAnonymous(gcs)
             let mount = try await Mount.start(
-                endpoint: try MountEnv.fake(), bucket: bucket, prefix: "", options: try options(server, dirs))
+                endpoint: try MountEnv.fake(), bucket: bucket, prefix: "", options: try options(server, dirs),
+                environment: findsCredentials ? Self.applicationDefaults(dirs) : [:], findsCredentials: findsCredentials)
             defer { mount.cleanup() }
             try Data("hello\n".utf8).write(to: URL(fileURLWithPath: mount.at("new.txt")))
             _ = try FileManager.default.contentsOfDirectory(atPath: mount.path)
@@ -75,6 +82,23 @@ extension MountTests {
             let requests = try await gcs.requests().filter { $0.path.contains("/b/\(bucket)") }
             let log = (try? String(contentsOfFile: mount.logFile, encoding: .utf8)) ?? ""
             return (requests, status.out, log)
+        }
+
+        /// fake_gcs.py answers every request on `gcs`'s bucket that has no
+        /// Authorization header with 401.
+        static func refuseAnonymous(_ gcs: DirectGCS) async throws {
+            try await gcs.fault(["status": 401, "anonymous": true, "path_contains": "/b/\(gcs.bucket)", "count": 1_000_000])
+        }
+
+        /// The Application Default Credentials as gcloud leaves them:
+        /// `application_default_credentials.json` in `dirs.base` (as
+        /// `CLOUDSDK_CONFIG`, like ~/.config/gcloud) and nothing else of
+        /// their order; no emulator named.
+        static func applicationDefaults(_ dirs: Mount) -> [String: String] {
+            [
+                "CLOUDSDK_CONFIG": dirs.base, "GOOGLE_APPLICATION_CREDENTIALS": "", "GCE_METADATA_HOST": "",
+                "NO_GCE_CHECK": "true", "STORAGE_EMULATOR_HOST": "",
+            ]
         }
 
         /// `mountAndUse` with `--key-file`, the credential file `object` gives.
@@ -132,6 +156,51 @@ extension MountTests {
 }
 
 extension MountTests.CredentialFiles {
+    @Test("--endpoint keeps gcloud's Application Default Credentials: a server refusing anonymous requests sees the user's token and quota project")
+    func endpointKeepsApplicationDefaultCredentials() async throws {
+        let seen = try await Self.mountAndUse(findsCredentials: true) { server, dirs in
+            _ = try Self.userFile(server, dirs, quota: "quota-adc")
+            return []
+        }
+        Self.expectAuthorised(
+            seen, bearer: "Bearer user-", quota: "quota-adc", identity: "authorized user (client \(Files.clientID))")
+    }
+
+    @Test("--anonymous sends no credentials even with gcloud's file at hand: the same server refuses the mount, exit 3")
+    func anonymousSendsNoCredentials() async throws {
+        let dirs = try Mount()
+        defer { dirs.cleanup() }
+        let server = try await TokenServer()
+        defer { server.stop() }
+        _ = try Self.userFile(server, dirs, quota: "quota-adc")
+        let gcs = try DirectGCS.fake(bucket: "creds-anon-\(UUID().uuidString.prefix(8).lowercased())")
+        try await Self.refuseAnonymous(gcs)
+        let result = try await runBucketfs(
+            ["mount", "--endpoint", try MountEnv.fake(), "--anonymous", "gs://\(gcs.bucket)", dirs.path, "--cache-dir", dirs.cacheDir],
+            environment: Self.applicationDefaults(dirs))
+        #expect(result.status == 3, "\(result.summary)")
+        #expect(result.stderr.contains("credentials missing or refused"), "\(result.summary)")
+        #expect(!Kernel.isMounted(dirs.path))
+        let requests = try await gcs.requests().filter { $0.path.contains("/b/\(gcs.bucket)") }
+        #expect(!requests.isEmpty && requests.allSatisfy { $0.authorization == nil }, "\(requests)")
+    }
+
+    @Test("no credentials found for a local http --endpoint: exit 3 suggesting --anonymous, before any request")
+    func noCredentialsForALocalEndpointSuggestsAnonymous() async throws {
+        let dirs = try Mount()
+        defer { dirs.cleanup() }
+        let gcs = try DirectGCS.fake(bucket: "creds-none-\(UUID().uuidString.prefix(8).lowercased())")
+        let result = try await runBucketfs(
+            ["mount", "--endpoint", try MountEnv.fake(), "gs://\(gcs.bucket)", dirs.path, "--cache-dir", dirs.cacheDir],
+            environment: Self.applicationDefaults(dirs))
+        #expect(result.status == 3, "\(result.summary)")
+        #expect(result.stderr.contains("no Google credentials found"), "\(result.summary)")
+        #expect(result.stderr.contains("\(try MountEnv.fake()) is a local endpoint: for an emulator, add --anonymous"), "\(result.summary)")
+        #expect(!Kernel.isMounted(dirs.path))
+        let requests = try await gcs.requests().filter { $0.path.contains("/b/\(gcs.bucket)") }
+        #expect(requests.isEmpty, "\(requests)")
+    }
+
     @Test("no credentials anywhere in the ADC order: exit 3 naming what was tried, before any request")
     func noCredentials() async throws {
         let dirs = try Mount()

@@ -196,6 +196,34 @@ extension MountTests {
             #expect(try await Xattrs.value(f, "user.location") == "")
         }
 
+        @Test("chmod, chown and setfattr of a directory show at once in the mount that made them, and reach its placeholder")
+        func directoryAttributes() async throws {
+            let (gcs, mount) = try await Self.setUp("dirattr")
+            defer { mount.cleanup() }
+            let d = mount.at("d")
+            #expect(mkdir(d, 0o755) == 0, "mkdir: \(String(cString: strerror(errno)))")
+            // fake-gcs-server answers a PATCH without a metageneration and
+            // keeps it at 1: the answer's metadata must still be shown.
+            try await Xattrs.run("/bin/chmod", ["700", d])
+            #expect(try await Self.stat(d) == "700 0 0", "stat after chmod\nlog:\n\(mount.logTail())")
+            try await Xattrs.run("/bin/chown", ["1234:2345", d])
+            #expect(try await Self.stat(d) == "700 1234 2345", "stat after chown\nlog:\n\(mount.logTail())")
+            try await Xattrs.set(d, "user.a", "1")
+            #expect(try await Xattrs.value(d, "user.a") == "1")
+            try await Xattrs.set(d, "user.a", "2")
+            #expect(try await Xattrs.value(d, "user.a") == "2", "a second change")
+
+            let stored = try await gcs.customMetadata("d/")
+            #expect(ObjectChecks.modeBits(stored) == 0o700, "\(stored)")
+            #expect(stored["goog-reserved-posix-uid"] == "1234" && stored["goog-reserved-posix-gid"] == "2345", "\(stored)")
+            #expect(stored["a"] == "2", "\(stored)")
+        }
+
+        /// `stat -c "%a %u %g"` of `path`.
+        static func stat(_ path: String) async throws -> String {
+            try await Xattrs.run("/usr/bin/stat", ["-c", "%a %u %g", path]).out.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
         @Test("the object replaced behind an open writer: close fails with ESTALE and the other writer's object stays")
         func conflictAtClose() async throws {
             let (gcs, mount) = try await Self.setUp("conflict", seeding: [("shared.txt", Data("original\n".utf8))])

@@ -63,6 +63,67 @@ extension MountTests {
             #expect(!FileManager.default.fileExists(atPath: missing))
         }
 
+        /// What fake_gcs.py saw for `bucket`.
+        static func requests(for bucket: String) async throws -> [LoggedRequest] {
+            try await DirectGCS.fake(bucket: bucket).requests().filter { $0.path.contains("/b/\(bucket)") }
+        }
+
+        // As docs/mounting.md's exit codes say.
+        @Test("a mountpoint that is a regular file exits 5 naming it, before any request", arguments: modes)
+        func regularFileMountpoint(mode: Mount.Mode) async throws {
+            let dirs = try Mount(mode: mode)
+            defer { dirs.cleanup() }
+            let file = dirs.base + "/regular-file"
+            try Data("stays\n".utf8).write(to: URL(fileURLWithPath: file))
+            let bucket = "mp-file-\(UUID().uuidString.prefix(8).lowercased())"
+            let (result, other) = try await Self.mountCLI(
+                endpoint: try MountEnv.fake(), bucketURL: "gs://\(bucket)", mode: mode, mountpoint: file)
+            defer { other.cleanup() }
+            #expect(result.status == 5 && !result.signaled, "\(result.summary)")
+            #expect(result.stderr.contains("mountpoint \(file) is not a directory"), "\(result.summary)")
+            #expect(!Kernel.isMounted(file))
+            #expect(try String(contentsOfFile: file, encoding: .utf8) == "stays\n")
+            let seen = try await Self.requests(for: bucket)
+            #expect(seen.isEmpty, "no request before the mountpoint is checked: \(seen)")
+        }
+
+        // As docs/mounting.md's exit codes say.
+        @Test("a second mount on a mounted directory exits 5 naming it, before any request, and stacks nothing", arguments: modes)
+        func busyMountpoint(mode: Mount.Mode) async throws {
+            let first = try await Mount.start(endpoint: try MountEnv.fake(), bucket: "mp-first-\(UUID().uuidString.prefix(8).lowercased())", prefix: "")
+            defer { first.cleanup() }
+            let bucket = "mp-second-\(UUID().uuidString.prefix(8).lowercased())"
+            let (result, other) = try await Self.mountCLI(
+                endpoint: try MountEnv.fake(), bucketURL: "gs://\(bucket)", mode: mode, mountpoint: first.path)
+            defer { other.cleanup() }
+            #expect(result.status == 5 && !result.signaled, "\(result.summary)")
+            #expect(result.stderr.contains("mountpoint \(first.path) is already mounted"), "\(result.summary)")
+            #expect(Kernel.mountpoints().filter { $0 == first.path }.count == 1, "one mount on \(first.path), none stacked")
+            let seen = try await Self.requests(for: bucket)
+            #expect(seen.isEmpty, "no request before the mountpoint is checked: \(seen)")
+            // The first mount still serves.
+            #expect(FileManager.default.createFile(atPath: first.at("still.txt"), contents: Data("x".utf8)))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: first.path).contains("still.txt"))
+        }
+
+        @Test("a mount on a dead mount (its process killed) exits 5 naming the path and how to clear it")
+        func deadMountpoint() async throws {
+            let first = try await Mount.start(endpoint: try MountEnv.fake(), bucket: "mp-dead-\(UUID().uuidString.prefix(8).lowercased())", prefix: "")
+            defer { first.cleanup() }
+            let pid = try #require(first.pid)
+            kill(pid, SIGKILL)
+            _ = await first.waitForExit(.seconds(10))
+            let bucket = "mp-after-\(UUID().uuidString.prefix(8).lowercased())"
+            let (result, other) = try await Self.mountCLI(
+                endpoint: try MountEnv.fake(), bucketURL: "gs://\(bucket)", mode: .background, mountpoint: first.path)
+            defer { other.cleanup() }
+            #expect(result.status == 5 && !result.signaled, "\(result.summary)")
+            #expect(result.stderr.contains("mountpoint \(first.path) is a mount whose process has ended"), "\(result.summary)")
+            #expect(result.stderr.contains("fusermount3 -uz \(first.path)"), "\(result.summary)")
+            let seen = try await Self.requests(for: bucket)
+            #expect(seen.isEmpty, "no request before the mountpoint is checked: \(seen)")
+        }
+
         @Test("SIGTERM unmounts cleanly and exits 0", arguments: modes)
         func sigtermUnmounts(mode: Mount.Mode) async throws {
             let gcs = try DirectGCS.emulator()

@@ -430,6 +430,9 @@ final class Mount: @unchecked Sendable {
     let cacheDir: String
     let logFile: String
     let mode: Mode
+    /// No credentials option is added: the mount finds its credentials in
+    /// its environment, as a user's would (`Mount.start`).
+    var findsCredentials = false
     private(set) var pid: pid_t?
     private(set) var foregroundProcess: Tools.Running?
     private var cleaned = false
@@ -475,12 +478,15 @@ final class Mount: @unchecked Sendable {
 
     /// Mounts `gs://bucket/prefix` from `endpoint` and waits until it is in
     /// /proc/self/mountinfo. Returns the mount; on failure cleans up and
-    /// throws with the CLI's output and log.
+    /// throws with the CLI's output and log. With `findsCredentials` the
+    /// harness adds no `--anonymous` (see `arguments`).
     static func start(
         endpoint: String, bucket: String = MountEnv.bucket, prefix: String, options: [String] = [],
-        mode: Mode = .background, cacheDir: String? = nil, environment: [String: String] = [:]
+        mode: Mode = .background, cacheDir: String? = nil, environment: [String: String] = [:],
+        findsCredentials: Bool = false
     ) async throws -> Mount {
         let mount = try Mount(mode: mode, cacheDir: cacheDir)
+        mount.findsCredentials = findsCredentials
         do {
             try await mount.mount(endpoint: endpoint, bucket: bucket, prefix: prefix, options: options, environment: environment)
         } catch {
@@ -491,9 +497,11 @@ final class Mount: @unchecked Sendable {
     }
 
     /// Anonymous unless `options` sign in to Firebase (`--firebase-…`, or
-    /// `-o firebase_…` as fstab gives it).
+    /// `-o firebase_…` as fstab gives it) or name credentials, or the mount
+    /// `findsCredentials` itself.
     func arguments(endpoint: String, bucket: String, prefix: String, options: [String]) -> [String] {
-        let credentials = options.contains { $0.hasPrefix("--firebase-") || $0.hasPrefix("firebase_") || $0 == "--token-file" || $0 == "--key-file" } ? [] : ["--anonymous"]
+        let named = options.contains { $0.hasPrefix("--firebase-") || $0.hasPrefix("firebase_") || $0 == "--token-file" || $0 == "--key-file" }
+        let credentials = named || findsCredentials ? [] : ["--anonymous"]
         return ["mount", "--endpoint", endpoint] + credentials + ["gs://\(bucket)/\(prefix)", path,
          "--cache-dir", cacheDir, "--log-file", logFile, "--log-level", "debug"] + options
     }

@@ -76,7 +76,9 @@ Test controls (not recorded, never faulted):
   first N matching requests pass untouched before it acts. With
   ``"authorization": "Bearer T"`` only requests whose Authorization header
   is exactly that match (a revoked or expired token: with ``"status": 401``
-  it is refused however often it comes back).
+  it is refused however often it comes back). With ``"anonymous": true``
+  only requests without an Authorization header match (with ``"status":
+  401``, a server that requires credentials).
   A 401 answer is the one GCS gives a token it does not accept
   (https://cloud.google.com/storage/docs/json_api/v1/status-codes#401_Unauthorized):
   message "Invalid Credentials", reason ``authError``, location
@@ -437,6 +439,8 @@ class State:
                 if fault.get("path_contains", "") not in target:
                     continue
                 if fault.get("authorization") not in (None, authorization):
+                    continue
+                if fault.get("anonymous") and authorization is not None:
                     continue
                 if fault.get("after", 0) > 0:
                     fault["after"] -= 1

@@ -11,16 +11,30 @@ import Testing
         #expect(delays == [1, 2, 4, 8, 16])
     }
 
-    @Test func jitterAddsUpToOneMoreBackoff() {
-        #expect(policy.delay(beforeRetry: 1, jitter: 0.5).seconds == 3)
-        #expect(policy.delay(beforeRetry: 1, jitter: 0.999).seconds < 4)
+    /// Google's example: wait 2^n seconds plus at most 1000 random
+    /// milliseconds, never more than maximum_backoff
+    /// (https://cloud.google.com/storage/docs/retry-strategy).
+    @Test func jitterAddsUpToOneInitialBackoff() {
+        #expect(policy.delay(beforeRetry: 1, jitter: 0.5) == .milliseconds(2500))
+        #expect(policy.delay(beforeRetry: 4, jitter: 0.44) == .milliseconds(16440), "not 16 s × 1.44 = 23.04 s")
+        let highest = (0..<6).map { policy.delay(beforeRetry: $0, jitter: 0.999) }
+        #expect(highest == [1999, 2999, 4999, 8999, 16999, 32000].map { .milliseconds($0) }, "\(highest)")
     }
 
     // Checks semantics.md#net-request-retries
     @Test func backoffIsCappedAtTheMaximumWithJitter() {
         #expect(policy.delay(beforeRetry: 10, jitter: 0).seconds == 32)
-        #expect(policy.delay(beforeRetry: 4, jitter: 0.9).seconds == 16 * 1.9)
         #expect(policy.delay(beforeRetry: 5, jitter: 0.9).seconds == 32)
+        // The mount's policy (MountFlags): 0.1 s doubling, never over 16 s.
+        let mount = RetryPolicy(maxAttempts: 20, initialBackoff: .milliseconds(100), maxBackoff: .seconds(16), totalTimeout: .seconds(60))
+        for retry in 0..<20 {
+            for jitter in [0, 0.5, 0.999] {
+                let wait = mount.delay(beforeRetry: retry, jitter: jitter)
+                #expect(wait <= .seconds(16), "retry \(retry), jitter \(jitter): \(wait)")
+                #expect(wait >= min(.milliseconds(100) * (1 << min(retry, 20)), .seconds(16)), "retry \(retry): \(wait)")
+            }
+        }
+        #expect(mount.delay(beforeRetry: 0, jitter: 0.5) == .milliseconds(150))
     }
 
     @Test(arguments: [408, 429, 500, 502, 503, 504])

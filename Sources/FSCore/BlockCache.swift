@@ -53,7 +53,7 @@ public final class BlockCache: Sendable {
 
     public let directory: String
     public let capacity: Int64
-    /// The most blocks the index holds (about 250 bytes of memory each):
+    /// The most blocks the index holds (a few hundred bytes of memory each):
     /// `defaultMaxBlocks`, or as many full blocks as fit in `capacity` if
     /// that is more, unless the caller sets it (tests).
     public let maxBlocks: Int
@@ -94,7 +94,7 @@ public final class BlockCache: Sendable {
     }
 
     /// The block count the index is bounded by when `capacity` holds fewer
-    /// full blocks: 64 Ki blocks, about 16 MiB of index.
+    /// full blocks: 64 Ki blocks.
     public static let defaultMaxBlocks = 65_536
 
     /// Bytes the cached blocks occupy (headers included).

@@ -126,8 +126,9 @@ struct MountCommand: AsyncParsableCommand {
     }
 }
 
-/// What `mount` mounts: `gs://bucket[/prefix]`, or `bucket[/prefix]` as
-/// /etc/fstab may name it (`BucketURL`).
+/// What `mount` mounts: `gs://bucket[/prefix]`, or `bucket[/prefix]` after
+/// the word `mount` (without it, as mount(8) runs bucketfs, the first word
+/// must be a URL: `FirstWord`).
 struct MountTarget: CustomStringConvertible {
     let bucket: String
     /// "" or a prefix ending in "/".

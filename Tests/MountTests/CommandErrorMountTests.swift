@@ -3,6 +3,7 @@ import Testing
 import Transport
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 extension MountTests {
@@ -39,6 +40,25 @@ extension MountTests {
                 Self.expectPlain(result, "\(command)")
             }
             #expect(!FileManager.default.fileExists(atPath: scratch.dirs.base + "/got"))
+        }
+
+        @Test("a dead endpoint: ls and cp exit 4 saying it is unreachable once the retries are spent, not 64 with the usage")
+        func deadEndpoint() async throws {
+            let scratch = try Scratch()
+            let (small, _) = try scratch.file("small.txt", size: 100, seed: 65)
+            let endpoint = "http://127.0.0.1:\(try freePort())"
+            let common = ["--endpoint", endpoint, "--anonymous"]
+            let environment = scratch.environment
+            // Side by side: each spends the transport's retries (about a minute).
+            async let listed = runBucketfs(["ls", "gs://nb"] + common, timeout: .seconds(150), environment: environment)
+            async let copied = runBucketfs(["cp", small, "gs://nb/x"] + common, timeout: .seconds(150), environment: environment)
+            for result in try await [listed, copied] {
+                #expect(result.status == 4 && !result.timedOut, "\(result.summary)")
+                // The last line (the transport logs its retries before it).
+                let last = result.stderr.split(separator: "\n").last ?? ""
+                #expect(last.hasPrefix("bucketfs: endpoint unreachable: \(endpoint)"), "\(result.stderr)")
+                Self.expectPlain(result, result.command)
+            }
         }
 
         @Test("get of a missing object exits 1 naming it; cp gs://B/OBJ DIR/ writes DIR/OBJ and prints it with one slash")

@@ -127,22 +127,18 @@ struct MountCommand: AsyncParsableCommand {
     }
 }
 
-/// What `mount` mounts: `gs://bucket[/prefix]`, or `bucket[/prefix]` as
-/// /etc/fstab may name it, parsed by StorageKit like every gs:// URL.
+/// What `mount` mounts: `gs://bucket[/prefix]`, or `bucket[/prefix]` after
+/// the word `mount` (without it, as mount(8) runs bucketfs, the first word
+/// must be a URL: `FirstWord`).
 struct MountTarget: CustomStringConvertible {
     let bucket: String
     /// "" or a prefix ending in "/".
     let prefix: String
 
     init(_ text: String) throws(CLIError) {
-        let url = text.contains("://") ? text : "gs://" + text
-        do {
-            let location = try Storage.location(ofURL: url)
-            bucket = location.bucket
-            prefix = location.path.isEmpty ? "" : location.path + "/"
-        } catch {
-            throw CLIError.usage("\(text): \(error)")
-        }
+        let url = try BucketURL(text, bareBucket: true)
+        bucket = url.bucket
+        prefix = url.path.isEmpty ? "" : url.path + "/"
     }
 
     var description: String { "gs://\(bucket)/\(prefix)" }

@@ -33,7 +33,7 @@ enum Preflight {
             case .failure(let error as TransportError)?:
                 throw CLIError.bucket("Firebase Auth endpoint unreachable: \(auth) (\(error))", exitCode: 4)
             case .failure(let error)?:
-                throw explain(.unauthenticated(String(describing: error)), bucket: storage.bucket, endpoint: endpoint, credentialsHint: credentialsHint)
+                throw explain(StorageError.unauthenticated(String(describing: error)), bucket: storage.bucket, endpoint: endpoint, credentialsHint: credentialsHint)
             case .success?:
                 break
             }
@@ -44,10 +44,8 @@ enum Preflight {
             throw CLIError.bucket("endpoint unreachable: \(endpoint.absoluteString) (no answer within \(Int(patience.seconds)) s)", exitCode: 4)
         case .failure(StorageError.unauthorized(let message))? where firebase != nil:
             logger.notice("the Security Rules do not let this user list gs://\(storage.bucket)/\(prefix); paths they allow can still be reached by name", metadata: ["cause": "\(message)"])
-        case .failure(let error as StorageError)?:
-            throw explain(error, bucket: storage.bucket, endpoint: endpoint, credentialsHint: credentialsHint)
         case .failure(let error)?:
-            throw CLIError.bucket("cannot list gs://\(storage.bucket): \(error)", exitCode: 1)
+            throw explain(error, bucket: storage.bucket, endpoint: endpoint, credentialsHint: credentialsHint)
         case .success?:
             break
         }
@@ -56,20 +54,8 @@ enum Preflight {
         }
     }
 
-    static func explain(_ error: StorageError, bucket: String, endpoint: URL, credentialsHint: String? = nil) -> CLIError {
-        switch error {
-        case .bucketNotFound:
-            return .bucket("no such bucket: gs://\(bucket) (at \(endpoint.absoluteString))", exitCode: 2)
-        case .unauthenticated(let m):
-            let hint = credentialsHint.map { "; \($0)" } ?? ""
-            return .bucket("credentials missing or refused for gs://\(bucket): \(m)\(hint)", exitCode: 3)
-        case .unauthorized(let m):
-            return .bucket("permission denied listing gs://\(bucket): \(m)", exitCode: 3)
-        case .retryLimitExceeded(let m):
-            return .bucket("endpoint unreachable: \(endpoint.absoluteString) (\(m))", exitCode: 4)
-        default:
-            return .bucket("cannot list gs://\(bucket): \(error)", exitCode: 1)
-        }
+    static func explain(_ error: any Error, bucket: String, endpoint: URL, credentialsHint: String? = nil) -> CLIError {
+        StorageFailure.explain(error, "listing gs://\(bucket)", bucket: bucket, endpoint: endpoint, credentialsHint: credentialsHint)
     }
 
     /// What `work` gives, or nil when `deadline` passes first. The work is

@@ -17,7 +17,9 @@ struct Setting<Value: SettingValue>: AnySetting {
     let defaultText: String?
     let origins: SettingOrigins
     let hidden: Bool
-    /// Shown by `bucketfs status` (not the credential settings).
+    /// Shown by `bucketfs status`: not the credential settings, and not
+    /// the hidden ones (tuning knobs for tests, absent from --help and the
+    /// docs, so a user could not look them up).
     let inStatus: Bool
 
     init(
@@ -30,7 +32,7 @@ struct Setting<Value: SettingValue>: AnySetting {
         self.defaultText = defaultText
         self.origins = origins
         self.hidden = hidden
-        self.inStatus = inStatus
+        self.inStatus = inStatus && !hidden
         self.help = help
     }
 

@@ -6,8 +6,10 @@ import Logging
 enum Settings {
     // Bucket and credentials (also the options of ls, cp, put and get).
     static let endpoint = Setting<String>(
-        "endpoint", "URL", defaultText: "STORAGE_EMULATOR_HOST, else https://storage.googleapis.com", inStatus: false,
-        help: "Storage endpoint: a regional or private endpoint or a proxy, which gets the same credentials as the default one, or an emulator with --anonymous (e.g. http://127.0.0.1:9023); with a Firebase sign-in the default is FIREBASE_STORAGE_EMULATOR_HOST, else https://firebasestorage.googleapis.com.")
+        "endpoint", "URL",
+        defaultText: "STORAGE_EMULATOR_HOST, else https://storage.googleapis.com; with a Firebase sign-in FIREBASE_STORAGE_EMULATOR_HOST, else https://firebasestorage.googleapis.com",
+        inStatus: false,
+        help: "Storage endpoint, http(s)://HOST[:PORT] or HOST:PORT: a regional or private endpoint or a proxy, which gets the same credentials as storage.googleapis.com, or an emulator with --anonymous (e.g. http://127.0.0.1:9023).")
     static let keyFile = Setting<String>(
         "key-file", "FILE", defaultText: "Application Default Credentials", inStatus: false,
         help: "Google credentials JSON file: a service-account key, or an authorized_user, external_account or impersonated_service_account file. Without it: GOOGLE_APPLICATION_CREDENTIALS, then gcloud's application_default_credentials.json, then the metadata server.")

@@ -164,6 +164,7 @@ final class SettingsResolver: Sendable {
             keys.withLock { $0.append(key) }
             return false
         })
+        try checkJSON(path)
         let provider: FileProvider<JSONSnapshot>
         do {
             provider = try await FileProvider<JSONSnapshot>(parsingOptions: options, filePath: FilePath(path))
@@ -175,6 +176,42 @@ final class SettingsResolver: Sendable {
             throw CLIError.usage("config file \(path): unknown option(s) \(unknown.joined(separator: ", ")) (see bucketfs mount --help)")
         }
         return provider
+    }
+}
+
+extension SettingsResolver {
+    /// That the file holds one JSON object, said in words that name the
+    /// file and where the text goes wrong (the parsers' own errors are
+    /// Foundation dumps: `NSCocoaErrorDomain Code=3840 …`).
+    static func checkJSON(_ path: String) throws(CLIError) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CLIError.usage("config file \(path) cannot be read")
+        }
+        let parsed: Any
+        do {
+            parsed = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            // Foundation says "Invalid value around character 22.": the
+            // offset becomes a line and column, the rest the reason.
+            let said = (error as NSError).userInfo["NSDebugDescription"] as? String ?? ""
+            let offset = said.firstMatch(of: /around character (\d+)/).flatMap { Int($0.output.1) }
+            let at = offset.map { " at \(position(in: data, offset: min($0, data.count)))" } ?? ""
+            let reason = said.split(separator: " around ").first.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: ". ")) } ?? ""
+            throw CLIError.usage(
+                "config file \(path) is not JSON\(at)\(reason.isEmpty ? "" : ": \(reason.lowercased())"); it must be one JSON object of option names")
+        }
+        guard parsed is [String: Any] else {
+            throw CLIError.usage("config file \(path) must be one JSON object of option names, like {\"stat-ttl\": 30}")
+        }
+    }
+
+    /// "line L, column C" (both from 1) of byte `offset` of `data`.
+    static func position(in data: Data, offset: Int) -> String {
+        let before = data.prefix(offset)
+        let line = before.count { $0 == UInt8(ascii: "\n") } + 1
+        let lineStart = before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? before.startIndex
+        let column = String(decoding: before[lineStart...], as: UTF8.self).count + 1
+        return "line \(line), column \(column)"
     }
 }
 

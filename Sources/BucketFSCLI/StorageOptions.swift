@@ -84,6 +84,9 @@ struct StorageOptions: ParsableArguments {
     }
 
     func validate() throws {
+        if let endpoint, Self.endpointURL(endpoint) == nil {
+            throw ValidationError("--endpoint \(endpoint) is not a URL: give http(s)://HOST[:PORT] (e.g. http://127.0.0.1:9023) or HOST:PORT")
+        }
         let firebase = firebaseMethods > 0
         if [keyFile != nil, tokenFile != nil, anonymous, firebase].filter({ $0 }).count > 1 {
             throw ValidationError("choose one of --key-file, --token-file, --anonymous and a Firebase sign-in")
@@ -113,8 +116,8 @@ struct StorageOptions: ParsableArguments {
         configuration.transport = transport
         let environment = ProcessInfo.processInfo.environment
         if let endpoint {
-            guard let url = StorageConfiguration.emulatorURL(endpoint) else {
-                throw ValidationError("--endpoint \(endpoint) is not a URL")
+            guard let url = Self.endpointURL(endpoint) else {
+                throw CLIError.usage("--endpoint \(endpoint) is not a URL")
             }
             configuration.endpoint = url
         }
@@ -123,7 +126,7 @@ struct StorageOptions: ParsableArguments {
                 var auth = try FirebaseAuth.fromEnvironment(apiKey: firebaseAPIKey, environment: environment, transport: transport)
                 if let host = firebaseAuthEmulator {
                     guard let url = StorageConfiguration.emulatorURL(host), let name = url.host, let port = url.port else {
-                        throw ValidationError("--firebase-auth-emulator \(host) is not host:port")
+                        throw CLIError.usage("--firebase-auth-emulator \(host) is not host:port")
                     }
                     auth.useEmulator(withHost: name, port: port)
                 }
@@ -164,6 +167,17 @@ struct StorageOptions: ParsableArguments {
         guard url.scheme?.lowercased() == "http", let host = url.host?.lowercased() else { return false }
         let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
         return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+    }
+
+    /// `--endpoint`'s value as a base URL: `http(s)://HOST[:PORT][/PATH]`,
+    /// or `HOST:PORT` as STORAGE_EMULATOR_HOST is written. Anything else is
+    /// refused at once: a bare word would be looked up as a host name and
+    /// retried until the mount's patience ran out.
+    static func endpointURL(_ text: String) -> URL? {
+        guard let url = StorageConfiguration.emulatorURL(text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+              let host = url.host, !host.isEmpty, text.contains("://") || url.port != nil
+        else { return nil }
+        return url
     }
 
     /// OAuth credentials: the key or token file given, else (unless

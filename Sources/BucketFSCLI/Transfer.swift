@@ -8,20 +8,23 @@ import Synchronization
 /// session for a later run) and its file download (a progress callback;
 /// cancelling removes the partial file).
 enum Transfer {
-    static func upload(file: String, to url: String, _ options: TransferOptions, _ storageOptions: StorageOptions) async throws {
+    static func upload(
+        file: String, to url: BucketURL, _ options: TransferOptions, _ upload: UploadOptions, _ storageOptions: StorageOptions
+    ) async throws {
         var configuration = try options.configuration(storageOptions)
-        configuration.uploadChunkSize = Int64(options.chunkSizeMiB) << 20
-        let storage = Storage.storage(url: url, configuration: configuration)
-        let reference = try storage.reference(validatingURL: url)
+        configuration.uploadChunkSize = Int64(upload.chunkSizeMiB) << 20
+        let storage = Storage(bucket: url.bucket, configuration: configuration)
+        let reference = storage.reference().child(url.path)
         let path = URL(fileURLWithPath: file).standardizedFileURL.path
         var info = stat()
-        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            throw ValidationError("\(file) is not a regular file")
+        guard stat(path, &info) == 0 else {
+            throw CLIError.bucket("cannot read \(file): \(String(cString: strerror(errno)))", exitCode: 1)
         }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw CLIError.bucket("\(file) is not a regular file", exitCode: 1) }
         let size = Int64(info.st_size)
         let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
         let saved = InterruptedUploads()
-        var resuming = options.resume ? saved.load(bucket: reference.bucket, object: reference.fullPath, file: path) : nil
+        var resuming = upload.resume ? saved.load(bucket: reference.bucket, object: reference.fullPath, file: path) : nil
         if let entry = resuming, entry.size != size || entry.modified != modified {
             eprint("bucketfs: \(file) changed since its upload was interrupted; starting over")
             resuming = nil
@@ -53,12 +56,11 @@ enum Transfer {
             throw ExitCode(130)
         case .failure(let error):
             bar.finish()
-            if resuming != nil {
-                eprint("bucketfs: the interrupted upload could not be resumed (\(error)); run the command again to start over")
-            } else {
-                eprint("bucketfs: \(url): \(error)")
-            }
-            throw ExitCode(1)
+            let failure = await explain(error, "uploading to \(url)", storage: storage)
+            guard resuming != nil else { throw failure }
+            throw CLIError.bucket(
+                "the interrupted upload could not be resumed (\(failure)); run the command again to start over",
+                exitCode: failure.exitCode)
         }
     }
 
@@ -85,16 +87,22 @@ enum Transfer {
         }
     }
 
-    static func download(from url: String, to file: String, _ options: TransferOptions, _ storageOptions: StorageOptions) async throws {
-        let storage = Storage.storage(url: url, configuration: try options.configuration(storageOptions))
-        let reference = try storage.reference(validatingURL: url)
-        let size: Int64
+    /// The object's storage, reference and metadata; a failure explained.
+    private static func object(
+        _ url: BucketURL, _ options: TransferOptions, _ storageOptions: StorageOptions
+    ) async throws -> (Storage, StorageReference, StorageMetadata) {
+        let storage = Storage(bucket: url.bucket, configuration: try options.configuration(storageOptions))
+        let reference = storage.reference().child(url.path)
         do {
-            size = try await reference.getMetadata().size
+            return (storage, reference, try await reference.getMetadata())
         } catch {
-            eprint("bucketfs: \(url): \(error)")
-            throw ExitCode(1)
+            throw await explain(error, "reading \(url)", storage: storage)
         }
+    }
+
+    static func download(from url: BucketURL, to file: String, _ options: TransferOptions, _ storageOptions: StorageOptions) async throws {
+        let (storage, reference, metadata) = try await object(url, options, storageOptions)
+        let size = metadata.size
         let bar = ProgressBar(total: size, force: options.progress)
         let download = Task {
             try await reference.write(toFile: URL(fileURLWithPath: file)) { written in bar.update(written) }
@@ -111,8 +119,44 @@ enum Transfer {
                 eprint("bucketfs: interrupted; the partial \(file) was removed")
                 throw ExitCode(130)
             }
-            eprint("bucketfs: \(url): \(error)")
-            throw ExitCode(1)
+            throw await explain(error, "downloading \(url) to \(file)", storage: storage)
         }
+    }
+
+    /// Bytes `range` of the object, read as one request pinned to the
+    /// generation its metadata names (so a replaced object cannot mix).
+    static func download(
+        from url: BucketURL, range: Range<Int64>, to file: String, _ options: TransferOptions, _ storageOptions: StorageOptions
+    ) async throws {
+        let (storage, reference, metadata) = try await object(url, options, storageOptions)
+        guard FileManager.default.createFile(atPath: file, contents: nil), let handle = FileHandle(forWritingAtPath: file) else {
+            throw CLIError.bucket("cannot create \(file)", exitCode: 1)
+        }
+        defer { try? handle.close() }
+        do {
+            let received = try await reference.read(range: range, generation: metadata.generation) { bytes in
+                try handle.write(contentsOf: bytes)
+            }
+            print("\(received) bytes")
+        } catch {
+            throw await explain(error, "reading \(url)", storage: storage)
+        }
+    }
+
+    /// `StorageFailure`'s explanation of a failed transfer. A 404 of an
+    /// object request does not say whether the object or the whole bucket
+    /// is missing (fake-gcs-server answers "Not Found" for both), so the
+    /// bucket is listed once to tell: a missing bucket is exit 2.
+    static func explain(_ error: any Error, _ action: String, storage: Storage) async -> CLIError {
+        let endpoint = storage.configuration.endpoint
+        if case .objectNotFound = StorageError(error) {
+            let probe = await Preflight.outcome(by: .now + Preflight.patience) {
+                try await storage.reference().listPage(maxResults: 1, pageToken: nil)
+            }
+            if case .failure(let listing)? = probe, case .bucketNotFound = StorageError(listing) {
+                return StorageFailure.explain(listing, action, bucket: storage.bucket, endpoint: endpoint)
+            }
+        }
+        return StorageFailure.explain(error, action, bucket: storage.bucket, endpoint: endpoint)
     }
 }

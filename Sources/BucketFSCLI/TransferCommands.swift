@@ -3,22 +3,17 @@ import Foundation
 import StorageKit
 import Transport
 
-/// Options of `cp`, `put` and `get`.
+/// Options of every transfer: `cp`, `put` and `get`.
 struct TransferOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Show a progress bar on standard error (default: only when it is a terminal).")
     var progress: Bool?
 
-    @Option(name: .customLong("chunk-size"), help: "Size of each request of a resumable upload, in MiB (files above 8 MiB are uploaded in chunks).")
-    var chunkSizeMiB: Int = 16
-
-    @Flag(inversion: .prefixedNo, help: "Go on with an upload of the same file to the same object that Ctrl-C interrupted (default), or start over.")
-    var resume = true
-
-    @Option(name: Settings.stallTimeout.long, help: "Seconds without progress before a request is abandoned and resumed or retried.")
+    @Option(
+        name: Settings.stallTimeout.long,
+        help: ArgumentHelp("Seconds without progress before a request is abandoned and resumed or retried.", valueName: Settings.stallTimeout.valueName))
     var stallTimeout: Double = 30
 
     func validate() throws {
-        guard (1...1024).contains(chunkSizeMiB) else { throw ValidationError("--chunk-size must be 1 to 1024 MiB") }
         guard stallTimeout > 0 else { throw ValidationError("--stall-timeout must be positive") }
     }
 
@@ -30,13 +25,28 @@ struct TransferOptions: ParsableArguments {
     }
 }
 
+/// Options of uploads only: `cp` (which may upload) and `put`.
+struct UploadOptions: ParsableArguments {
+    @Option(
+        name: .customLong("chunk-size"),
+        help: ArgumentHelp("Size of each request of a resumable upload, in MiB (files above 8 MiB are uploaded in chunks).", valueName: "MiB"))
+    var chunkSizeMiB: Int = 16
+
+    @Flag(inversion: .prefixedNo, help: "Go on with an upload of the same file to the same object that Ctrl-C interrupted, or start over.")
+    var resume = true
+
+    func validate() throws {
+        guard (1...1024).contains(chunkSizeMiB) else { throw ValidationError("--chunk-size must be 1 to 1024 MiB") }
+    }
+}
+
 /// `bucketfs cp SRC DST`: a local file to gs://BUCKET/OBJECT or back.
-/// A destination ending in `/` (or an existing local directory) gets the
-/// source's file name.
+/// A destination that names no object (gs://BUCKET, or ends in `/`) or
+/// is an existing local directory gets the source's file name.
 ///
-/// Exit codes: 0 done; 1 the transfer failed; 64 bad command line;
-/// 130 interrupted by Ctrl-C (an upload can be resumed by running the same
-/// command again; a download's partial file is removed).
+/// Exit codes as every command's (docs/commands.md), and 130 interrupted
+/// by Ctrl-C (an upload can be resumed by running the same command again;
+/// a download's partial file is removed).
 struct CopyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cp", abstract: "Copy a local file to gs://BUCKET/OBJECT or an object to a local file, with progress.",
@@ -44,27 +54,48 @@ struct CopyCommand: AsyncParsableCommand {
             Ctrl-C stops the transfer cleanly and exits 130. An interrupted upload keeps its resumable session: \
             the same command run again goes on from what the server holds (--no-resume starts over). An \
             interrupted download removes its partial file.
+
+            Exit codes: 2 no such bucket, 3 credentials missing or refused, 4 endpoint unreachable, \
+            1 other errors, 64 bad command line, 130 interrupted.
             """)
 
     @Argument(help: "Source: a local file or gs://BUCKET/OBJECT.") var source: String
     @Argument(help: "Destination: gs://BUCKET/OBJECT (or gs://BUCKET/DIR/) or a local file or directory.") var destination: String
     @OptionGroup var transfer: TransferOptions
+    @OptionGroup(title: "Uploads") var upload: UploadOptions
     @OptionGroup var storageOptions: StorageOptions
 
-    func run() async throws {
-        switch (source.hasPrefix("gs://"), destination.hasPrefix("gs://")) {
+    enum Plan {
+        case upload(file: String, to: BucketURL)
+        case download(from: BucketURL, to: String)
+    }
+
+    /// Which way the copy goes and the object it names, from the
+    /// arguments alone.
+    func plan() throws(CLIError) -> Plan {
+        switch (BucketURL.isBucketSide(source), BucketURL.isBucketSide(destination)) {
         case (false, true):
-            let url = destination.hasSuffix("/") ? destination + (source as NSString).lastPathComponent : destination
-            try await Transfer.upload(file: source, to: url, transfer, storageOptions)
+            let url = try BucketURL(destination)
+            guard url.path.isEmpty || destination.hasSuffix("/") else { return .upload(file: source, to: url) }
+            let name = (source as NSString).lastPathComponent
+            return .upload(file: source, to: try BucketURL("gs://\(url.bucket)/\(url.path.isEmpty ? "" : url.path + "/")\(name)"))
         case (true, false):
-            var file = destination
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), isDirectory.boolValue {
-                file += "/" + (source as NSString).lastPathComponent
-            }
-            try await Transfer.download(from: source, to: file, transfer, storageOptions)
+            return .download(from: try BucketURL.object(source), to: destination)
         default:
-            throw ValidationError("one of SOURCE and DESTINATION must be gs://BUCKET/OBJECT and the other a local path")
+            throw CLIError.usage("one of SOURCE and DESTINATION must be gs://BUCKET/OBJECT and the other a local path")
+        }
+    }
+
+    func validate() throws {
+        do { _ = try plan() } catch { throw ValidationError(error.description) }
+    }
+
+    func run() async throws {
+        switch try plan() {
+        case .upload(let file, let url):
+            try await Transfer.upload(file: file, to: url, transfer, upload, storageOptions)
+        case .download(let url, let destination):
+            try await Transfer.download(from: url, to: LocalTarget.file(destination, naming: url), transfer, storageOptions)
         }
     }
 }
@@ -73,15 +104,20 @@ struct CopyCommand: AsyncParsableCommand {
 /// or resumable by size), printing the stored size and generation.
 struct PutCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "put", abstract: "Upload a file with StorageKit's putFile (progress, Ctrl-C and resume as cp).")
+        commandName: "put", abstract: "Upload a file with StorageKit's putFile (progress, Ctrl-C, resume and exit codes as cp).")
 
     @Argument(help: "Local file.") var file: String
     @Argument(help: "gs://BUCKET/OBJECT") var url: String
     @OptionGroup var transfer: TransferOptions
+    @OptionGroup(title: "Uploads") var upload: UploadOptions
     @OptionGroup var storageOptions: StorageOptions
 
+    func validate() throws {
+        do { _ = try BucketURL.object(url, uploading: true) } catch { throw ValidationError(error.description) }
+    }
+
     func run() async throws {
-        try await Transfer.upload(file: file, to: url, transfer, storageOptions)
+        try await Transfer.upload(file: file, to: try BucketURL.object(url, uploading: true), transfer, upload, storageOptions)
     }
 }
 
@@ -89,33 +125,66 @@ struct PutCommand: AsyncParsableCommand {
 /// download, or a ranged one pinned to the object's generation.
 struct GetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "get", abstract: "Download an object (whole or a byte range; progress and Ctrl-C as cp).")
+        commandName: "get", abstract: "Download an object (whole or a byte range; progress, Ctrl-C and exit codes as cp).")
 
     @Argument(help: "gs://BUCKET/OBJECT") var url: String
-    @Argument(help: "Local file to write.") var file: String
-    @Option(help: "Bytes A-B (inclusive), read as one ranged request pinned to the generation.") var range: String?
+    @Argument(help: "Local file to write (or a directory: the object's name in it).") var file: String
+    @Option(help: ArgumentHelp("Bytes A-B (inclusive), read as one ranged request pinned to the generation.", valueName: "A-B"))
+    var range: String?
     @OptionGroup var transfer: TransferOptions
     @OptionGroup var storageOptions: StorageOptions
 
-    func run() async throws {
-        guard let range else { return try await Transfer.download(from: url, to: file, transfer, storageOptions) }
-        let storage = Storage.storage(url: url, configuration: try transfer.configuration(storageOptions))
-        let reference = try storage.reference(validatingURL: url)
-        do {
-            let bounds = range.split(separator: "-").compactMap { Int64($0) }
-            guard bounds.count == 2, bounds[0] <= bounds[1] else { throw ValidationError("--range must be A-B") }
-            let generation = try await reference.getMetadata().generation
-            guard FileManager.default.createFile(atPath: file, contents: nil),
-                  let handle = FileHandle(forWritingAtPath: file) else {
-                throw ValidationError("cannot create \(file)")
-            }
-            defer { try? handle.close() }
-            let received = try await reference.read(range: bounds[0]..<(bounds[1] + 1), generation: generation) { bytes in
-                try handle.write(contentsOf: bytes)
-            }
-            print("\(received) bytes")
-        } catch let error as StorageError {
-            throw ValidationError("\(url): \(error)")
+    /// The range asked for, as a half-open range of offsets.
+    func bytes() throws(CLIError) -> Range<Int64>? {
+        guard let range else { return nil }
+        let bounds = range.split(separator: "-", omittingEmptySubsequences: false).map { Int64($0) }
+        guard bounds.count == 2, let first = bounds[0], let last = bounds[1], first >= 0, first <= last else {
+            throw CLIError.usage("--range must be A-B, two offsets with A <= B (got \(range))")
         }
+        return first..<(last + 1)
+    }
+
+    func validate() throws {
+        do {
+            _ = try BucketURL.object(url)
+            _ = try bytes()
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+
+    func run() async throws {
+        let object = try BucketURL.object(url)
+        let file = LocalTarget.file(self.file, naming: object)
+        guard let bytes = try bytes() else { return try await Transfer.download(from: object, to: file, transfer, storageOptions) }
+        try await Transfer.download(from: object, range: bytes, to: file, transfer, storageOptions)
+    }
+}
+
+extension BucketURL {
+    /// A URL that names one object: not the bucket's root, not a folder.
+    static func object(_ text: String, uploading: Bool = false) throws(CLIError) -> BucketURL {
+        let url = try BucketURL(text)
+        guard url.path.isEmpty || text.hasSuffix("/") else { return url }
+        let named = "\(text) names \(url.path.isEmpty ? "the bucket's root" : "a folder"), not an object"
+        guard uploading else { throw CLIError.usage("\(named): give gs://BUCKET/OBJECT") }
+        let folder = text.hasSuffix("/") ? text : text + "/"
+        throw CLIError.usage(
+            "\(named): a file is uploaded to gs://BUCKET/OBJECT (`bucketfs cp FILE \(folder)` keeps the file's name)")
+    }
+}
+
+/// Where a download goes on this machine.
+enum LocalTarget {
+    /// `path` itself, or the object's name in it when `path` is an
+    /// existing directory or ends in `/` (one slash between them).
+    static func file(_ path: String, naming object: BucketURL) -> String {
+        var isDirectory: ObjCBool = false
+        let directory = path.hasSuffix("/") || (FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue)
+        guard directory else { return path }
+        var trimmed = path
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+        let name = (object.path as NSString).lastPathComponent
+        return trimmed == "/" ? "/" + name : trimmed + "/" + name
     }
 }

@@ -19,7 +19,7 @@ public struct TransportConfiguration: Sendable {
         stallSpeedLimit: Int = 1,
         maxConnectionsPerHost: Int = 16,
         retry: RetryPolicy = RetryPolicy(),
-        userAgent: String = "bucketfs-storagekit/0.1"
+        userAgent: String = "bucketfs-storagekit/\(bucketfsVersion)"
     ) {
         self.connectTimeout = connectTimeout
         self.stallTimeout = stallTimeout

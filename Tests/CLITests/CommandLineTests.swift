@@ -46,7 +46,7 @@ import Testing
             _ = try MountTarget("ftp://photos")
             Issue.record("ftp:// accepted")
         } catch {
-            #expect(error.exitCode == 64 && error.description.hasPrefix("ftp://photos: "), "\(error)")
+            #expect(error.exitCode == 64 && error.description.hasPrefix("ftp://photos is not a storage URL"), "\(error)")
         }
     }
 

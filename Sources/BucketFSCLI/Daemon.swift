@@ -6,9 +6,15 @@ import Foundation
 /// starts itself again with `--foreground --ready-fd 3` in a new session,
 /// and waits on a pipe until the child reports the mount ready or failed.
 enum Daemon {
-    static func spawnForegroundChild(logFile: String?) throws {
+    /// `fuseDescriptor`: the /dev/fuse descriptor of a `/dev/fd/N`
+    /// mountpoint, which the child inherits under the same number.
+    static func spawnForegroundChild(logFile: String?, fuseDescriptor: Int32? = nil) throws {
+        if let fuseDescriptor, fuseDescriptor <= 3 {
+            // 0-2 become /dev/null in the child, 3 its ready pipe.
+            throw CLIError.usage("/dev/fd/\(fuseDescriptor) cannot be passed to the background process: use a descriptor above 3, or --foreground")
+        }
         let (readEnd, writeEnd) = try readyPipe()
-        closeInheritedDescriptors(except: [readEnd, writeEnd])
+        closeInheritedDescriptors(except: Set([readEnd, writeEnd] + (fuseDescriptor.map { [$0] } ?? [])))
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let arguments = CommandLine.arguments + ["--" + Settings.foreground.name, "--" + Settings.readyFD.name, "3"]
 

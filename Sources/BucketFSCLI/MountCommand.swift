@@ -32,7 +32,7 @@ struct MountCommand: AsyncParsableCommand {
     @Argument(help: "gs://BUCKET[/PREFIX], or just BUCKET.")
     var bucket: String
 
-    @Argument(help: "The directory to mount on.")
+    @Argument(help: "The directory to mount on, or /dev/fd/N: an open /dev/fuse descriptor the caller has mounted (see fuse-fd-mount), which bucketfs serves and never unmounts.")
     var mountpoint: String
 
     @OptionGroup(title: "Bucket and credentials")
@@ -69,8 +69,13 @@ struct MountCommand: AsyncParsableCommand {
         let kernelReadAheadKiB = try filesystem.kernelReadAhead(settings)
         var options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket, settings, home: environment["HOME"])
         try MountpointCheck.verify(mountpoint)
+        let fuseDescriptor = FuseDescriptor.number(inMountpoint: mountpoint)
+        // Where the mount is for the control socket, `status`, the logs and
+        // the descriptor probe: a /dev/fd/N mount's directory is only known
+        // if the caller says (--mounted-on).
+        let directory = fuseDescriptor == nil ? MountWatch.absolute(mountpoint) : (self.process.mountedOn.map(MountWatch.absolute) ?? mountpoint)
         if !process.foreground {
-            try Daemon.spawnForegroundChild(logFile: process.logFile)
+            try Daemon.spawnForegroundChild(logFile: process.logFile, fuseDescriptor: fuseDescriptor)
             return
         }
         try LogSetup.bootstrap(level: process.logLevel, path: process.logFile, format: process.logFormat)
@@ -106,17 +111,17 @@ struct MountCommand: AsyncParsableCommand {
         await PendingUploads.handle(recovery.folder, store: store, retry: retryPending, logger: logger)
         let fs = FileSystem(
             store: store, options: options, logger: Logger(label: "bucketfs.fs"),
-            descriptors: ProcDescriptorProbe(mountpoint: mountpoint), recovery: recovery)
+            descriptors: ProcDescriptorProbe(mountpoint: directory), recovery: recovery)
         try await metrics?.start(filesystem: fs, logger: logger)
         if retryPending, fs.retryRecoveryEntriesInBackground() > 0 {
             logger.notice("pending files that could not be uploaded yet are retried in the background while mounted")
         }
         let description = MountDescription(
-            mountpoint: MountWatch.absolute(mountpoint), bucket: target.bucket, prefix: target.prefix,
+            mountpoint: directory, bucket: target.bucket, prefix: target.prefix,
             readOnly: options.readOnly, cacheDirectory: cacheDirectory, settings: settings.effective,
             credentials: { credentials.identity })
         try await MountRunner(
-            filesystem: fs, description: description, mountpoint: mountpoint,
+            filesystem: fs, description: description, mountpoint: mountpoint, directory: directory,
             fuseOptions: FilesystemFlags.fuseOptions(
                 settings.fuseOptions, bucketURL: target.description, allowOther: allowOther, readOnly: options.readOnly),
             // libfuse's own request trace (-d) is plain text on stderr: only

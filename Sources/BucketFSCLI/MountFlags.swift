@@ -166,6 +166,9 @@ struct ProcessFlags: ParsableArguments {
     @Option(name: Settings.readyFD.long, help: Settings.readyFD.argumentHelp)
     var readyFD: Int32?
 
+    @Option(name: Settings.mountedOn.long, help: Settings.mountedOn.argumentHelp)
+    var mountedOn: String?
+
     /// The process settings, resolved and checked.
     struct Resolved {
         var foreground: Bool

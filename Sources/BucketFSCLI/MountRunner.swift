@@ -13,7 +13,12 @@ struct MountRunner {
     let filesystem: FileSystem
     /// What `bucketfs status` shows besides the core's own report.
     let description: MountDescription
+    /// A directory, or `/dev/fd/N` for a mount the caller made (`FuseDescriptor`).
     let mountpoint: String
+    /// The mount's directory (absolute) for the control socket, the watch
+    /// and the logs: `mountpoint` itself, or for `/dev/fd/N` the directory
+    /// given with --mounted-on (else `/dev/fd/N` again: no control socket).
+    let directory: String
     let fuseOptions: [String]
     let debug: Bool
     let readyFD: Int32?
@@ -25,7 +30,7 @@ struct MountRunner {
         do {
             session = try FuseSession(
                 filesystem: filesystem, mountpoint: mountpoint, options: fuseOptions, debug: debug, logger: logger,
-                kernelReadAheadKiB: kernelReadAheadKiB)
+                kernelReadAheadKiB: kernelReadAheadKiB, directory: directory)
         } catch {
             throw CLIError.bucket("cannot mount on \(mountpoint): \(error)", exitCode: 5)
         }
@@ -41,26 +46,34 @@ struct MountRunner {
             _ = session.invalidateKernelCaches(names: kernel.names, inodes: kernel.inodes, pages: kernel.pages)
         }
         let description = self.description
-        let control: ControlServer
-        do {
-            control = try ControlServer(
-                path: ControlSocketPath.socket(forMountpoint: mountpoint),
-                status: { description.report(filesystem.status()) }, dropCaches: dropCaches, logger: logger)
-            try await control.start()
-        } catch {
-            session.close()
-            throw CLIError.bucket("cannot open the control socket for \(mountpoint): \(error)", exitCode: 5)
+        let ownsMount = FuseDescriptor.number(inMountpoint: mountpoint) == nil
+        var control: ControlServer?
+        if directory.hasPrefix("/dev/fd/") {
+            logger.notice("no control socket (bucketfs status) for a /dev/fd/N mount without --mounted-on DIR")
+        } else {
+            do {
+                let server = try ControlServer(
+                    path: ControlSocketPath.socket(forMountpoint: directory),
+                    status: { description.report(filesystem.status()) }, dropCaches: dropCaches, logger: logger)
+                try await server.start()
+                control = server
+            } catch {
+                session.close()
+                throw CLIError.bucket("cannot open the control socket for \(directory): \(error)", exitCode: 5)
+            }
         }
-        let watch = MountWatch(session: session, mountpoint: mountpoint, logger: logger, reload: {
+        let watch = MountWatch(session: session, mountpoint: directory, ownsMount: ownsMount, logger: logger, reload: {
             systemd.send("RELOADING=1")
             _ = dropCaches()
             systemd.send("READY=1")
-        }) {
+        }) { [control] in
             await Self.uploadPending(filesystem, logger)
+            // The process exits right after: no socket file left behind.
+            await control?.stop()
         }
-        logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "options": "\(fuseOptions.joined(separator: ","))"])
+        logger.info("mounted", metadata: ["mountpoint": "\(directory)", "device": "\(mountpoint)", "options": "\(fuseOptions.joined(separator: ","))"])
         if let readyFD { ReadyPipe.report(fd: readyFD, ready: true) }
-        systemd.send("READY=1\n\(SystemdNotify.mainPID())\nSTATUS=mounted gs://\(description.bucket)/\(description.prefix) on \(mountpoint)")
+        systemd.send("READY=1\n\(SystemdNotify.mainPID())\nSTATUS=mounted gs://\(description.bucket)/\(description.prefix) on \(directory)")
 
         let status: Int32 = await withCheckedContinuation { continuation in
             let thread = Thread {
@@ -72,13 +85,13 @@ struct MountRunner {
             watch.start()
         }
         systemd.send("STOPPING=1")
-        await control.stop()
+        await control?.stop()
         session.close()
         await Self.uploadPending(filesystem, logger)
         // Blocks read just before the unmount are still being written to
         // the cache directory; the next mount should find them.
         await filesystem.finishCacheWrites()
-        logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)", "loop": "\(status)"])
+        logger.info("unmounted", metadata: ["mountpoint": "\(directory)", "loop": "\(status)"])
     }
 
     /// Files still open when the mount ends (SIGTERM, a lazy unmount) may

@@ -20,20 +20,29 @@ import Logging
 /// fails the blocked requests; files with unsaved writes are uploaded
 /// first (`beforeExit`), or kept in the recovery folder if that fails.
 ///
+/// A `/dev/fd/N` mount (`ownsMount` false) is the caller's to unmount:
+/// libfuse cannot end its loop by unmounting, so a signal ends the process
+/// at once (after the unsaved writes, as above) and the kernel then fails
+/// the mount's requests ("Transport endpoint is not connected") until the
+/// caller unmounts it. There is no mount table to watch either: a caller's
+/// unmount ends the loop as any unmount does.
+///
 /// `@unchecked Sendable`: every stored property is immutable after init;
 /// the dispatch sources are thread-safe objects that are only resumed once,
 /// in `start()`.
 final class MountWatch: @unchecked Sendable {
     private let session: FuseSession
     private let mountpoint: String
+    private let ownsMount: Bool
     private let logger: Logger
     private let grace: Duration
     private let sources: [any DispatchSourceSignal]
     private let beforeExit: @Sendable () async -> Void
     private let reload: @Sendable () -> Void
 
-    init(session: FuseSession, mountpoint: String, logger: Logger, grace: Duration = .seconds(3),
+    init(session: FuseSession, mountpoint: String, ownsMount: Bool = true, logger: Logger, grace: Duration = .seconds(3),
          reload: @escaping @Sendable () -> Void, beforeExit: @escaping @Sendable () async -> Void) {
+        self.ownsMount = ownsMount
         self.beforeExit = beforeExit
         self.reload = reload
         self.session = session
@@ -61,11 +70,11 @@ final class MountWatch: @unchecked Sendable {
                 }
                 logger.info("signal received: unmounting", metadata: ["signal": "\(number)", "mountpoint": "\(mountpoint)"])
                 session.stop()
-                endIfStillRunning(after: grace, reason: "signal \(number)")
+                endIfStillRunning(after: ownsMount ? grace : .zero, reason: "signal \(number)")
             }
             source.resume()
         }
-        Thread.detachNewThread { [self] in watchMountTable() }
+        if ownsMount { Thread.detachNewThread { [self] in watchMountTable() } }
     }
 
     private func watchMountTable() {
@@ -85,7 +94,7 @@ final class MountWatch: @unchecked Sendable {
 
     private func endIfStillRunning(after grace: Duration, reason: String) {
         DispatchQueue.global().asyncAfter(deadline: .now() + grace.seconds) { [self] in
-            if Self.mountEntry(at: mountpoint) != nil {
+            if ownsMount, Self.mountEntry(at: mountpoint) != nil {
                 // Still mounted (busy): detach it so that the exit below
                 // does not leave a dead mount behind.
                 let detach = Process()
@@ -94,7 +103,11 @@ final class MountWatch: @unchecked Sendable {
                 try? detach.run()
                 detach.waitUntilExit()
             }
-            logger.warning("FUSE loop still busy \(grace) after \(reason): exiting", metadata: ["mountpoint": "\(mountpoint)"])
+            if ownsMount {
+                logger.warning("FUSE loop still busy \(grace) after \(reason): exiting", metadata: ["mountpoint": "\(mountpoint)"])
+            } else {
+                logger.info("\(reason): no longer serving; the unmount is the caller's", metadata: ["mountpoint": "\(mountpoint)"])
+            }
             let done = DispatchSemaphore(value: 0)
             Task { [beforeExit] in
                 await beforeExit()

@@ -13,8 +13,17 @@ import Glibc
 /// Any other mount on the directory (a bind mount, a container's volume)
 /// is fine to mount over. Every refusal is exit 5, its message names the
 /// path.
+///
+/// `/dev/fd/N` is the other kind of mountpoint: a /dev/fuse descriptor the
+/// caller opened and mounted itself (see `FuseDescriptor`). It must be open
+/// and be /dev/fuse; a closed or other descriptor is refused with exit 5
+/// before any request, as libfuse would only fail later and less clearly.
 enum MountpointCheck {
     static func verify(_ path: String) throws(CLIError) {
+        if let fd = FuseDescriptor.number(inMountpoint: path) {
+            try FuseDescriptor.verify(fd, path: path)
+            return
+        }
         var info = stat()
         guard stat(path, &info) == 0 else {
             let code = errno

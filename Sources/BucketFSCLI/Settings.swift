@@ -119,6 +119,10 @@ enum Settings {
         help: "A JSON config file of mount options (keys: the long option names; \"fuse-options\" for -o). Precedence: the command line, then BUCKETFS_* variables, then the file.")
     /// The pipe a background mount's child reports readiness on (Daemon).
     static let readyFD = Setting<Int32>("ready-fd", from: .commandLineOnly, hidden: true, inStatus: false, help: "")
+    /// With a `/dev/fd/N` mountpoint: the directory the caller mounted the
+    /// descriptor on (`fuse-fd-mount` passes it), so that `bucketfs status
+    /// DIR` finds the mount's control socket.
+    static let mountedOn = Setting<String>("mounted-on", from: .commandLineOnly, hidden: true, inStatus: false, help: "")
 
     /// libfuse's own options in the config file or `BUCKETFS_FUSE_OPTIONS`
     /// (on the command line they are `-o`): a list, or one comma-separated string.
@@ -131,7 +135,7 @@ enum Settings {
         readOnly, cacheDir, retryPending, uploadRetryTime, recoveryRetryInterval, cacheSize, readAheadBudget,
         kernelReadAhead, statTTL, negativeTTL, uid, gid, fileMode, dirMode, allowOther, renameCopyLimit, listingStatWidth,
         foreground, logLevel, logFormat, metricsAddress, logFile, connectTimeout, stallTimeout, uploadChunkSize,
-        retryAttempts, retryMaxTime, config, readyFD,
+        retryAttempts, retryMaxTime, config, readyFD, mountedOn,
     ]
 
     static func named(_ name: String) -> (any AnySetting)? { all.first { $0.name == name } }

@@ -46,9 +46,15 @@ public final class FuseSession: @unchecked Sendable {
     /// - Throws: `FuseError` if libfuse rejects the options or the mount.
     ///   - kernelReadAheadKiB: the kernel's read-ahead window for this
     ///     mount (nil keeps its default of 128 KiB; see `BridgeContext`).
+    ///   - mountpoint: a directory, or `/dev/fd/N`: a /dev/fuse descriptor
+    ///     the caller has mounted; libfuse then serves it and never mounts
+    ///     or unmounts (`stop()` cannot end the loop: only the caller's
+    ///     unmount or the process's exit does).
+    ///   - directory: where the mount is, for the read-ahead setting, when
+    ///     `mountpoint` is `/dev/fd/N` (default: `mountpoint`).
     public init(
         filesystem: any FileSystemOperations, mountpoint: String, options: [String], debug: Bool, logger: Logger,
-        kernelReadAheadKiB: Int? = nil
+        kernelReadAheadKiB: Int? = nil, directory: String? = nil
     ) throws {
         self.mountpoint = mountpoint
         self.logger = logger
@@ -63,7 +69,7 @@ public final class FuseSession: @unchecked Sendable {
             BridgeContext(
                 filesystem: filesystem, logger: logger, maxRead: Self.maxRead(in: options),
                 kernelReadAheadKiB: kernelReadAheadKiB,
-                mountpoint: URL(fileURLWithPath: mountpoint).resolvingSymlinksInPath().path))
+                mountpoint: URL(fileURLWithPath: directory ?? mountpoint).resolvingSymlinksInPath().path))
         var args = fuse_args(argc: 0, argv: nil, allocated: 0)
         defer { fuse_opt_free_args(&args) }
         for argument in arguments where fuse_opt_add_arg(&args, argument) != 0 {

@@ -190,6 +190,7 @@ TABLE="$OUT_DIR/summary.md"
     for col in "${COLUMNS_[@]}"; do summary "$col"; done
 } >"$TABLE"
 
+PAGE="$REPO/docs/performance.md"
 PLOT="$REPO/docs/soak-rss.svg"
 plot_args=()
 for col in "${COLUMNS_[@]}"; do
@@ -219,13 +220,13 @@ elif ((MINUTES < 30)); then
 else
     cp "$OUT_DIR/soak-rss.svg" "$PLOT"
     {
-        echo "One run on $(date -u +%Y-%m-%d\ %H:%MZ): $MINUTES minutes, bucketfs $(git rev-parse --short HEAD) release build with default options," \
+        echo "One run on $(date -u +%Y-%m-%d\ %H:%MZ): $MINUTES minutes, bucketfs release build with default options," \
             "$(bench_server_version) (in memory, on 127.0.0.1); nproc $(nproc). RSS over time: [soak-rss.svg](soak-rss.svg)."
         echo
         cat "$TABLE"
         echo
         echo "![RSS of bucketfs and rclone mount over the soak](soak-rss.svg)"
     } >"$OUT_DIR/section.md"
-    replace_generated "$REPO/docs/performance.md" soak.sh "$OUT_DIR/section.md"
+    replace_generated "$PAGE" soak.sh "$OUT_DIR/section.md"
     echo "soak: docs/performance.md and docs/soak-rss.svg updated"
 fi

@@ -94,8 +94,9 @@ public final class BlockCache: Sendable {
     }
 
     /// The block count the index is bounded by when `capacity` holds fewer
-    /// full blocks: 64 Ki blocks.
-    public static let defaultMaxBlocks = 65_536
+    /// full blocks: 16 Ki blocks, room for sixteen times as many small
+    /// blocks as the default 1 GiB holds full ones.
+    public static let defaultMaxBlocks = 16_384
 
     /// Bytes the cached blocks occupy (headers included).
     public var usedBytes: Int64 { index.withLock { $0.used } }

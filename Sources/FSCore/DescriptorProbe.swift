@@ -32,8 +32,15 @@ public final class ProcDescriptorProbe: DescriptorProbe {
     /// probe is made before the mount exists).
     private let mountID = OrderedLock<String?>("descriptor probe mount id", nil)
 
+    /// `mountpoint` as the mount table spells it: absolute, without
+    /// symbolic links (the caller resolves it, with realpath(3), before the
+    /// mount serves). Never resolved here: that stats the path, and for a
+    /// mount made through a FUSE descriptor the path is already the mount's
+    /// root, whose stat waits for the very FUSE loop this process has not
+    /// started yet (a deadlock, seen when the mount's user could reach the
+    /// directory).
     public init(mountpoint: String) {
-        self.mountpoint = URL(fileURLWithPath: mountpoint).resolvingSymlinksInPath().path
+        self.mountpoint = mountpoint
     }
 
     public func holdsWritableDescriptor(pid: Int32, inode: UInt64) -> Bool {

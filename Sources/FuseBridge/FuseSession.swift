@@ -51,7 +51,8 @@ public final class FuseSession: @unchecked Sendable {
     ///     or unmounts (`stop()` cannot end the loop: only the caller's
     ///     unmount or the process's exit does).
     ///   - directory: where the mount is, for the read-ahead setting, when
-    ///     `mountpoint` is `/dev/fd/N` (default: `mountpoint`).
+    ///     `mountpoint` is `/dev/fd/N` (default: `mountpoint`): absolute and
+    ///     without symbolic links, as the mount table spells it.
     public init(
         filesystem: any FileSystemOperations, mountpoint: String, options: [String], debug: Bool, logger: Logger,
         kernelReadAheadKiB: Int? = nil, directory: String? = nil
@@ -69,7 +70,11 @@ public final class FuseSession: @unchecked Sendable {
             BridgeContext(
                 filesystem: filesystem, logger: logger, maxRead: Self.maxRead(in: options),
                 kernelReadAheadKiB: kernelReadAheadKiB,
-                mountpoint: URL(fileURLWithPath: directory ?? mountpoint).resolvingSymlinksInPath().path))
+                // `directory` comes resolved (realpath, before the mount
+                // served): resolving it again would stat the mount's root,
+                // and for a descriptor mount that waits for the very loop
+                // this process has not started yet.
+                mountpoint: directory ?? URL(fileURLWithPath: mountpoint).resolvingSymlinksInPath().path))
         var args = fuse_args(argc: 0, argv: nil, allocated: 0)
         defer { fuse_opt_free_args(&args) }
         for argument in arguments where fuse_opt_add_arg(&args, argument) != 0 {

@@ -38,6 +38,9 @@ struct FuseFDMountCommand: ParsableCommand {
     @Option(help: "The group ID the mount is served as.")
     var gid: UInt32
 
+    @Flag(help: "Mount read-only: the kernel refuses every write (EROFS), and bucketfs serves it --read-only.")
+    var readOnly = false
+
     @Argument(help: "gs://BUCKET[/PREFIX], or just BUCKET.")
     var bucket: String
 
@@ -62,7 +65,8 @@ struct FuseFDMountCommand: ParsableCommand {
         let directory = MountWatch.absolute(self.directory)
         let fd = try Self.openFuseDevice()
         let data = "fd=\(fd),rootmode=40000,user_id=\(uid),group_id=\(gid),allow_other,default_permissions"
-        guard mount(target.description, directory, "fuse.bucketfs", UInt(MS_NODEV | MS_NOSUID), data) == 0 else {
+        let flags = UInt(MS_NODEV | MS_NOSUID) | (readOnly ? UInt(MS_RDONLY) : 0)
+        guard mount(target.description, directory, "fuse.bucketfs", flags, data) == 0 else {
             let cause = Self.lastError()
             close(fd)
             throw .bucket("cannot mount on \(directory): \(cause)\(getuid() == 0 ? "" : " (fuse-fd-mount must run as root)")", exitCode: 5)
@@ -73,7 +77,7 @@ struct FuseFDMountCommand: ParsableCommand {
             // clear, but say so rather than rely on it.
             guard fcntl(fd, F_SETFD, 0) == 0 else { throw CLIError.bucket("fcntl: \(Self.lastError())", exitCode: 1) }
             let arguments = ["bucketfs", "mount", "--" + Settings.mountedOn.name, directory]
-                + mountOptions + [target.description, "/dev/fd/\(fd)"]
+                + (readOnly ? ["--" + Settings.readOnly.name] : []) + mountOptions + [target.description, "/dev/fd/\(fd)"]
             try Self.exec(arguments)
         } catch {
             // The mount is ours until the exec: nobody would serve it.

@@ -9,7 +9,7 @@ struct BucketFS: AsyncParsableCommand {
         version: bucketfsVersion,
         subcommands: [
             MountCommand.self, UnmountCommand.self, ListCommand.self, PutCommand.self, GetCommand.self, CopyCommand.self,
-            StatusCommand.self, FuseFDMountCommand.self, PrintOptionTableCommand.self, PrintManualPageCommand.self,
+            StatusCommand.self, FuseFDMountCommand.self, CSICommand.self, PrintOptionTableCommand.self, PrintManualPageCommand.self,
         ],
         // mount(8) runs `bucketfs BUCKET MOUNTPOINT -o opts`: no subcommand.
         defaultSubcommand: MountCommand.self

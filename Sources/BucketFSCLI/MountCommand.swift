@@ -59,15 +59,36 @@ struct MountCommand: AsyncParsableCommand {
         try await SettingsResolver(mountOptions: filesystem.o, givenConfig: process.config, environment: environment)
     }
 
-    private func mount(environment: [String: String]) async throws {
+    /// Every setting resolved and checked, as the mount would use them;
+    /// nothing is touched yet (`VolumeSettings.check` stops here).
+    struct Resolved {
+        let target: MountTarget
+        let settings: SettingsResolver
+        let process: ProcessFlags.Resolved
+        let storageOptions: StorageOptions
+        let allowOther: Bool
+        let retryPending: Bool
+        let kernelReadAheadKiB: Int
+        let options: MountOptions
+    }
+
+    func resolve(environment: [String: String]) async throws -> Resolved {
         let target = try MountTarget(bucket)
         let settings = try await resolveSettings(environment: environment)
-        let process = try self.process.resolve(settings)
-        let storageOptions = try self.storageOptions.resolved(settings)
-        let allowOther = try settings.flag(Settings.allowOther, filesystem.allowOther)
-        let retryPending = try settings.flag(Settings.retryPending, filesystem.retryPending)
-        let kernelReadAheadKiB = try filesystem.kernelReadAhead(settings)
-        var options = try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket, settings, home: environment["HOME"])
+        return Resolved(
+            target: target, settings: settings, process: try self.process.resolve(settings),
+            storageOptions: try self.storageOptions.resolved(settings),
+            allowOther: try settings.flag(Settings.allowOther, filesystem.allowOther),
+            retryPending: try settings.flag(Settings.retryPending, filesystem.retryPending),
+            kernelReadAheadKiB: try filesystem.kernelReadAhead(settings),
+            options: try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket, settings, home: environment["HOME"]))
+    }
+
+    private func mount(environment: [String: String]) async throws {
+        let resolved = try await resolve(environment: environment)
+        let (target, settings, process, storageOptions) = (resolved.target, resolved.settings, resolved.process, resolved.storageOptions)
+        let (allowOther, retryPending, kernelReadAheadKiB) = (resolved.allowOther, resolved.retryPending, resolved.kernelReadAheadKiB)
+        var options = resolved.options
         try MountpointCheck.verify(mountpoint)
         let fuseDescriptor = FuseDescriptor.number(inMountpoint: mountpoint)
         // Where the mount is for the control socket, `status`, the logs and

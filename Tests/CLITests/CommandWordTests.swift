@@ -26,7 +26,7 @@ import Testing
         #expect(Self.refusal(["stauts"])?.description.contains("did you mean status?") == true)
         // Far from every command: the list of them instead.
         let far = try #require(Self.refusal(["photos", "/mnt"]))
-        #expect(far.exitCode == 64 && far.description.contains("the commands: mount, unmount, ls, put, get, cp, status, fuse-fd-mount, help"), "\(far)")
+        #expect(far.exitCode == 64 && far.description.contains("the commands: mount, unmount, ls, put, get, cp, status, fuse-fd-mount, csi, help"), "\(far)")
         #expect(!far.description.contains("print-option-table"))
         // gs:/nb is a slip of the URL, not a command.
         #expect(Self.refusal(["gs:/nb", "/mnt"])?.description.contains("did you mean gs://nb?") == true)

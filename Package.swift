@@ -5,12 +5,15 @@ import PackageDescription
 //   bucketfs -> BucketFSCLI (the command line) -> FuseBridge -> FSCore -> StorageKit -> Transport
 //   CFuse and CCurl are the C interop: only FuseBridge imports CFuse, only
 //   Transport imports CCurl.
+//   bucketfs-csi -> CSIDriver (the Kubernetes CSI driver over gRPC) -> BucketFSCLI:
+//   a program of its own, so gRPC is never built into or loaded by `bucketfs`.
 let package = Package(
     name: "bucketfs",
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "StorageKit", targets: ["StorageKit"]),
         .executable(name: "bucketfs", targets: ["bucketfs"]),
+        .executable(name: "bucketfs-csi", targets: ["bucketfs-csi"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -23,6 +26,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // The CSI driver's gRPC server (CSIDriver only).
+        .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.2"),
+        .package(url: "https://github.com/grpc/grpc-swift-protobuf", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        // Parses the Kubernetes manifests in CSITests.
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         .systemLibrary(
@@ -97,6 +107,26 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "bucketfs", dependencies: ["BucketFSCLI"]),
+        // The Kubernetes CSI driver: Identity, Controller and Node over gRPC
+        // on a Unix socket. Its message and service code is generated once
+        // from Proto/csi.proto (scripts/generate-csi.sh) and committed.
+        .target(
+            name: "CSIDriver",
+            dependencies: [
+                "BucketFSCLI",
+                "FSCore",
+                "StorageKit",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            exclude: ["Proto"]
+        ),
+        .executableTarget(name: "bucketfs-csi", dependencies: ["CSIDriver"]),
         // <sys/xattr.h> for tests that call the xattr syscalls themselves.
         .systemLibrary(name: "CXattr", path: "Tests/CXattr"),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
@@ -107,7 +137,16 @@ let package = Package(
         ),
         .testTarget(name: "CLITests", dependencies: ["BucketFSCLI", "StorageKit", "TestSupport"]),
         .testTarget(
-            name: "MountTests", dependencies: ["StorageKit", "Transport", "FSCore", "FSCoreTesting", "TestSupport", "CXattr"]),
+            name: "MountTests",
+            dependencies: [
+                "StorageKit", "Transport", "FSCore", "FSCoreTesting", "TestSupport", "CXattr", "CSIDriver",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+            ]),
+        .testTarget(
+            name: "CSITests",
+            dependencies: ["CSIDriver", "TestSupport", .product(name: "Yams", package: "Yams")]),
         .testTarget(
             name: "StorageKitTests",
             dependencies: ["StorageKit", "Transport", "TestSupport"],

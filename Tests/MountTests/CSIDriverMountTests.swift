@@ -2,6 +2,7 @@ import CSIDriver
 import Foundation
 import GRPCCore
 import GRPCProtobuf
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -299,44 +300,90 @@ extension MountTests {
             }
         }
 
-        @Test("A secret reaches the mount, and no log, command line or cache file", .timeLimit(.minutes(2)))
-        func secretsStayPrivate() async throws {
-            let backend = try await Backend.fakeGCSServer("csi-secret")
+        @Test("bucketfs itself links no gRPC and no protobuf: only bucketfs-csi does")
+        func mountBinaryHasNoGRPC() throws {
+            let mount = try Data(contentsOf: URL(fileURLWithPath: try MountEnv.binary()), options: .alwaysMapped)
+            let driver = try Data(
+                contentsOf: URL(fileURLWithPath: try MountEnv.builtExecutable("bucketfs-csi", buildCommand: "swift build --build-tests")),
+                options: .alwaysMapped)
+            for module in ["GRPCCore", "SwiftProtobuf", "NIOHTTP2"] {
+                #expect(mount.range(of: Data(module.utf8)) == nil, "bucketfs contains \(module)")
+                #expect(driver.range(of: Data(module.utf8)) != nil, "bucketfs-csi lacks \(module): the check looks for the wrong names")
+            }
+        }
+
+        /// The two kinds of secret, each against fake_gcs.py refusing
+        /// anonymous requests (as Cloud Storage does for a private bucket),
+        /// so a request that went through carried the secret's credentials.
+        enum SecretKind: String, CaseIterable, Sendable {
+            case token, keyJSON
+        }
+
+        @Test("A secret's credentials reach CreateVolume and the mount, and no log, command line or cache file", .timeLimit(.minutes(2)),
+              arguments: SecretKind.allCases)
+        func secretsStayPrivate(_ kind: SecretKind) async throws {
+            let gcs = try DirectGCS.fake(bucket: "csi-secret-\(UUID().uuidString.prefix(8).lowercased())")
+            try await MountTests.CredentialFiles.refuseAnonymous(gcs)
+            let tokens = try await MountTests.CredentialFiles.TokenServer()
+            defer { tokens.stop() }
             let plugin = try await CSIPlugin()
             defer { plugin.cleanup() }
-            let token = "ya29.test-secret-\(UUID().uuidString)"
-            var context = backend.parameters
-            context.removeValue(forKey: "anonymous")
-            let volume = Csi_V1_Volume.with { $0.volumeID = backend.gcs.bucket; $0.volumeContext = context }
-            let target = plugin.target("secret")
+            // What must never leak, and the bearer the server must see.
+            let secret: String
+            let secrets: [String: String]
+            let bearer: String
+            switch kind {
+            case .token:
+                secret = "ya29.test-secret-\(UUID().uuidString)"
+                secrets = ["token": secret]
+                bearer = "Bearer \(secret)"
+            case .keyJSON:
+                // token_server.py grants this refresh token only.
+                secret = GoogleCredentialFiles.refreshToken
+                let file = GoogleCredentialFiles.authorizedUser(base: tokens.base)
+                secrets = ["key.json": String(decoding: try JSONSerialization.data(withJSONObject: file), as: UTF8.self)]
+                bearer = "Bearer user-"
+            }
             try await plugin.withClients { csi in
-                _ = try await csi.node.nodePublishVolume(CSIRequests.publish(volume, target: target, secrets: ["token": token]))
-                let write = try await Tools.run("/bin/sh", ["-c", "printf 'with a token' > \(target)/t.txt"])
+                var create = CSIRequests.create("pvc-secret", parameters: ["bucket": gcs.bucket, "endpoint": gcs.base])
+                create.secrets = secrets
+                let volume = try await csi.controller.createVolume(create).volume
+                let target = plugin.target("secret")
+                _ = try await csi.node.nodePublishVolume(CSIRequests.publish(volume, target: target, secrets: secrets))
+                let write = try await Tools.run("/bin/sh", ["-c", "printf 'with a secret' > \(target)/t.txt"])
                 #expect(write.ok, "\(write.summary)")
-                try await ObjectChecks.expect(backend.gcs, "t.txt", holds: Data("with a token".utf8), "written with the token's credentials")
+                let requests = try await gcs.requests().filter { $0.path.contains("/b/\(gcs.bucket)") }
+                #expect(requests.count >= 3 && requests.allSatisfy { $0.authorization?.hasPrefix(bearer) == true }, "\(requests)")
+                #expect(requests.contains { $0.method == "POST" && $0.path.contains("/upload/") }, "the write was uploaded: \(requests)")
 
                 // The secret file: the mount user's alone, in the state directory.
                 let files = try FileManager.default.subpathsOfDirectory(atPath: plugin.stateDirectory + "/secrets")
-                let tokenFile = try #require(files.first { $0.hasSuffix("/token") }, "\(files)")
+                let secretFile = try #require(files.first { $0.hasSuffix("/token") || $0.hasSuffix("/key.json") }, "\(files)")
                 var info = stat()
-                #expect(stat(plugin.stateDirectory + "/secrets/" + tokenFile, &info) == 0)
+                #expect(stat(plugin.stateDirectory + "/secrets/" + secretFile, &info) == 0)
                 #expect(info.st_uid == CSIPlugin.uid && info.st_mode & 0o777 == 0o600, "owner \(info.st_uid), mode \(String(info.st_mode & 0o777, radix: 8))")
 
                 // Nowhere else: any process's command line, the plugin's log, the mount logs, the cache.
                 for pid in Kernel.allPIDs() {
                     let arguments = (Kernel.arguments(of: pid) ?? []).joined(separator: " ")
-                    #expect(!arguments.contains(token), "the token is on the command line of \(pid): \(arguments)")
+                    #expect(!arguments.contains(secret), "the secret is on the command line of \(pid): \(arguments)")
                 }
-                #expect(!plugin.log.contains(token), "the plugin's log holds the token")
+                #expect(!plugin.log.contains(secret), "the plugin's log holds the secret")
                 for directory in [plugin.stateDirectory + "/logs", plugin.cacheRoot] {
                     for file in try FileManager.default.subpathsOfDirectory(atPath: directory) {
                         let data = FileManager.default.contents(atPath: directory + "/" + file) ?? Data()
-                        #expect(data.range(of: Data(token.utf8)) == nil, "\(directory)/\(file) holds the token")
+                        #expect(data.range(of: Data(secret.utf8)) == nil, "\(directory)/\(file) holds the secret")
                     }
                 }
                 _ = try await csi.node.nodeUnpublishVolume(CSIRequests.unpublish(volume.volumeID, target: target))
                 let left = try FileManager.default.subpathsOfDirectory(atPath: plugin.stateDirectory + "/secrets")
                 #expect(left.isEmpty, "secrets left after unpublish: \(left)")
+                var delete = Csi_V1_DeleteVolumeRequest.with { $0.volumeID = volume.volumeID }
+                delete.secrets = secrets
+                _ = try await csi.controller.deleteVolume(delete)
+                // The bucket refuses anonymous listings: the log shows the deletes, with the secret's bearer.
+                let deletes = try await gcs.requests().filter { $0.method == "DELETE" && $0.path.contains("/b/\(gcs.bucket)/o/") }
+                #expect(deletes.count == 2 && deletes.allSatisfy { $0.authorization?.hasPrefix(bearer) == true }, "t.txt and the marker: \(deletes)")
             }
         }
     }

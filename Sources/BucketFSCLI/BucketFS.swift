@@ -33,6 +33,7 @@ public enum BucketFSMain {
             BucketFS.exit(withError: ExitCode(error.exitCode))
         }
         do {
+            if arguments.first == CSICommand.configuration.commandName { try CSICommand.exec(Array(arguments.dropFirst())) }
             var command = try BucketFS.parseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()

@@ -15,23 +15,29 @@ struct CSICommand: ParsableCommand {
         discussion: """
             Runs bucketfs-csi, installed next to bucketfs, with these arguments: \
             bucketfs csi --endpoint unix:///csi/csi.sock --node-id NODE [--driver-name NAME] [--mode all|controller|node]. \
-            See docs/kubernetes.md, or bucketfs csi --help-csi for its options.
+            See docs/kubernetes.md, or bucketfs csi --help for its options.
             """)
 
     @Argument(parsing: .allUnrecognized, help: "The arguments of bucketfs-csi.")
     var arguments: [String] = []
 
     func run() throws {
-        let executable = Self.driverExecutable()
-        let forwarded = arguments.map { $0 == "--help-csi" ? "--help" : $0 }
+        try Self.exec(arguments)
+    }
+
+    /// Replaces this process with bucketfs-csi; returns only by throwing.
+    /// `BucketFSMain` calls it before parsing, so that `bucketfs csi --help`
+    /// is bucketfs-csi's help rather than this stand-in's.
+    static func exec(_ arguments: [String]) throws(CLIError) -> Never {
+        let executable = driverExecutable()
         // strdup'd copies live until execv returns (only on failure), so
         // the pointers handed over stay valid for the whole call.
-        let argv = ([executable] + forwarded).map { strdup($0) } + [nil]
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         execv(executable, argv)
         let cause = String(cString: strerror(errno))
         throw CLIError.bucket(
-            "cannot run \(executable): \(cause) (bucketfs-csi is installed beside bucketfs: swift build --product bucketfs-csi, or scripts/install.sh)",
+            "cannot run \(executable): \(cause) (bucketfs-csi is installed beside bucketfs: swift build --product bucketfs-csi)",
             exitCode: 1)
     }
 

@@ -161,12 +161,26 @@ private final class OnceFlag: Sendable {
 public enum CSIMain {
     public static func run() async -> Never {
         do {
-            var command = try CSICommand.parseAsRoot() as? CSICommand
-            try await command?.run()
+            // --help parses to ArgumentParser's own help command, not ours.
+            var command = try CSICommand.parseAsRoot()
+            if var server = command as? CSICommand {
+                try await server.run()
+            } else {
+                try command.run()
+            }
             CSICommand.exit()
+        } catch let error as CSIStartError {
+            FileHandle.standardError.write(Data("bucketfs csi: \(error)\n".utf8))
+            CSICommand.exit(withError: ExitCode(1))
         } catch {
-            if let error = error as? CSIStartError { FileHandle.standardError.write(Data("bucketfs csi: \(error)\n".utf8)) }
-            CSICommand.exit(withError: error is CSIStartError ? ExitCode(1) : error)
+            // --help, --version and usage errors, in ArgumentParser's words:
+            // help and version on stdout, errors on stderr.
+            let code = CSICommand.exitCode(for: error)
+            let message = CSICommand.fullMessage(for: error)
+            if !message.isEmpty {
+                (code == .success ? FileHandle.standardOutput : FileHandle.standardError).write(Data((message + "\n").utf8))
+            }
+            CSICommand.exit(withError: code)
         }
     }
 }

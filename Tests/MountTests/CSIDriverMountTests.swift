@@ -300,6 +300,16 @@ extension MountTests {
             }
         }
 
+        @Test("bucketfs csi runs bucketfs-csi: its help and version; a bad endpoint is a bad command line")
+        func commandLine() async throws {
+            let help = try await Tools.run(try MountEnv.binary(), ["csi", "--help"])
+            #expect(help.ok && help.out.contains("USAGE: bucketfs csi --endpoint") && help.out.contains("--mount-uid"), "\(help.summary)")
+            let version = try await Tools.run(try MountEnv.binary(), ["csi", "--version"])
+            #expect(version.ok && version.out == "0.1.0\n", "\(version.summary) \(version.out)")
+            let bad = try await Tools.run(try MountEnv.binary(), ["csi", "--endpoint", "tcp://127.0.0.1:1", "--node-id", "n"])
+            #expect(bad.status == 64 && bad.stderr.contains("is not unix:///PATH"), "\(bad.summary)")
+        }
+
         @Test("bucketfs itself links no gRPC and no protobuf: only bucketfs-csi does")
         func mountBinaryHasNoGRPC() throws {
             let mount = try Data(contentsOf: URL(fileURLWithPath: try MountEnv.binary()), options: .alwaysMapped)

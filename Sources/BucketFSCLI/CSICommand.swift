@@ -1,8 +1,4 @@
 import ArgumentParser
-import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `bucketfs csi …`: the Kubernetes CSI driver, which is the executable
 /// `bucketfs-csi` installed beside `bucketfs`. It is a program of its own
@@ -29,21 +25,9 @@ struct CSICommand: ParsableCommand {
     /// `BucketFSMain` calls it before parsing, so that `bucketfs csi --help`
     /// is bucketfs-csi's help rather than this stand-in's.
     static func exec(_ arguments: [String]) throws(CLIError) -> Never {
-        let executable = driverExecutable()
-        // strdup'd copies live until execv returns (only on failure), so
-        // the pointers handed over stay valid for the whole call.
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        execv(executable, argv)
-        let cause = String(cString: strerror(errno))
-        throw CLIError.bucket(
-            "cannot run \(executable): \(cause) (bucketfs-csi is installed beside bucketfs: swift build --product bucketfs-csi)",
-            exitCode: 1)
-    }
-
-    /// `bucketfs-csi` in the directory of this executable.
-    static func driverExecutable() -> String {
-        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        return URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("bucketfs-csi").path
+        let executable = OwnExecutable.sibling("bucketfs-csi")
+        try OwnExecutable.exec(
+            executable, [executable] + arguments,
+            hint: " (bucketfs-csi is installed beside bucketfs: swift build --product bucketfs-csi)")
     }
 }

@@ -15,7 +15,7 @@ enum Daemon {
         }
         let (readEnd, writeEnd) = try readyPipe()
         closeInheritedDescriptors(except: Set([readEnd, writeEnd] + (fuseDescriptor.map { [$0] } ?? [])))
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable = OwnExecutable.path
         let arguments = CommandLine.arguments + ["--" + Settings.foreground.name, "--" + Settings.readyFD.name, "3"]
 
         var actions = posix_spawn_file_actions_t()

@@ -78,7 +78,7 @@ struct FuseFDMountCommand: ParsableCommand {
             guard fcntl(fd, F_SETFD, 0) == 0 else { throw CLIError.bucket("fcntl: \(Self.lastError())", exitCode: 1) }
             let arguments = ["bucketfs", "mount", "--" + Settings.mountedOn.name, directory]
                 + (readOnly ? ["--" + Settings.readOnly.name] : []) + mountOptions + [target.description, "/dev/fd/\(fd)"]
-            try Self.exec(arguments)
+            try OwnExecutable.exec(OwnExecutable.path, arguments)
         } catch {
             // The mount is ours until the exec: nobody would serve it.
             umount2(directory, Int32(MNT_DETACH))
@@ -111,17 +111,6 @@ struct FuseFDMountCommand: ParsableCommand {
         guard getuid() == uid, geteuid() == uid, getgid() == gid, getegid() == gid, !regained else {
             throw .bucket("the switch to uid \(uid), gid \(gid) did not take", exitCode: 1)
         }
-    }
-
-    /// Replaces this process with bucketfs; returns only by throwing.
-    private static func exec(_ arguments: [String]) throws(CLIError) {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        // strdup'd copies live until execv returns (only on failure), so
-        // the pointers handed over stay valid for the whole call.
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        execv(executable, argv)
-        throw .bucket("cannot run \(executable): \(lastError())", exitCode: 1)
     }
 
     private static func lastError() -> String { String(cString: strerror(errno)) }

@@ -1,3 +1,4 @@
+import BucketFSCLI
 import ArgumentParser
 import Foundation
 import GRPCCore
@@ -98,7 +99,7 @@ struct CSICommand: AsyncParsableCommand {
         }
         if mode != .controller, let nodeID {
             let mounts = TargetMounts(
-                bucketfs: bucketfs ?? Self.sibling("bucketfs"), uid: mountUID, gid: mountGID, mountTimeout: .seconds(mountTimeout))
+                bucketfs: bucketfs ?? OwnExecutable.sibling("bucketfs"), uid: mountUID, gid: mountGID, mountTimeout: .seconds(mountTimeout))
             services.append(NodeService(nodeID: nodeID, mounts: mounts, state: state, logger: logger))
         }
         // A socket left by an earlier run would make the bind fail.
@@ -123,12 +124,6 @@ struct CSICommand: AsyncParsableCommand {
                 server.beginGracefulShutdown()
             }
         }
-    }
-
-    /// `name` in the directory of this executable.
-    static func sibling(_ name: String) -> String {
-        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        return URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent(name).path
     }
 
     /// Returns at SIGTERM or SIGINT (kubelet stops a container with SIGTERM).

@@ -105,7 +105,7 @@ struct NodeService: Csi_V1_Node.SimpleServiceProtocol {
                 try mounts.makeTarget(target.path)
             case .installSecrets:
                 do {
-                    secretArguments = try secrets.install(in: target.secrets, uid: mounts.uid, gid: mounts.gid)
+                    secretArguments = try secrets.install(in: target.secrets, uid: mounts.uid, gid: mounts.gid)?.arguments ?? []
                 } catch {
                     throw RPCError(code: .internalError, message: error.description)
                 }

@@ -26,18 +26,18 @@ struct RequestCredentials: Sendable {
         }
         let directory = "\(secretsDirectory)/request-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let arguments: [String]
+        let installed: VolumeSecrets.Installed?
         do {
-            arguments = try parsed.install(in: directory, uid: getuid(), gid: getgid())
+            installed = try parsed.install(in: directory, uid: getuid(), gid: getgid())
         } catch {
             throw RPCError(code: .internalError, message: error.description)
         }
-        let file = arguments.last
         let store: any ObjectStore
         do {
             store = try BucketConnection.objectStore(
                 bucket: volume.bucket, endpoint: volume.settings["endpoint"], anonymous: ["true", "1", "yes", "on"].contains(volume.settings["anonymous"]?.lowercased() ?? ""),
-                keyFile: arguments.first == "--key-file" ? file : nil, tokenFile: arguments.first == "--token-file" ? file : nil)
+                keyFile: installed?.setting == "key-file" ? installed?.path : nil,
+                tokenFile: installed?.setting == "token-file" ? installed?.path : nil)
         } catch {
             throw RPCError(code: .failedPrecondition, message: error.description)
         }

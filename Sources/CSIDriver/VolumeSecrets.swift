@@ -51,13 +51,19 @@ public enum VolumeSecrets: Equatable, Sendable {
         }
     }
 
+    /// The file a secret was written to, and the setting that names it.
+    struct Installed {
+        let setting: String
+        let path: String
+        var arguments: [String] { ["--" + setting, path] }
+    }
+
     /// Writes the secret into `directory` (made 0700, owned by
-    /// `uid`:`gid`) and returns the bucketfs arguments that name it, or
-    /// none. An existing file is replaced whole (write to a temporary
+    /// `uid`:`gid`) and returns where, or nil for no secret. An existing file is replaced whole (write to a temporary
     /// name, then rename): bucketfs re-reads a token file when it changes
     /// and must never see half of one.
-    func install(in directory: String, uid: uid_t, gid: gid_t) throws(VolumeSecretsError) -> [String] {
-        guard let file else { return [] }
+    func install(in directory: String, uid: uid_t, gid: gid_t) throws(VolumeSecretsError) -> Installed? {
+        guard let file else { return nil }
         try Self.makePrivateDirectory(directory, uid: uid, gid: gid)
         let path = directory + "/" + file.name
         let temporary = path + ".new"
@@ -72,7 +78,7 @@ public enum VolumeSecrets: Equatable, Sendable {
             throw .system("cannot write the secret file", cause)
         }
         guard rename(temporary, path) == 0 else { throw .system("cannot install the secret file", errno) }
-        return ["--" + file.setting, path]
+        return Installed(setting: file.setting, path: path)
     }
 
     /// A directory only `uid` can enter (the secrets' parent is root's).

@@ -141,7 +141,7 @@ final class FileReader: Sendable {
                 // After one refusal the rest of this refill is refused too,
                 // so the frontier stays contiguous.
                 if refused { continue }
-                for run in uncachedRuns(of: range) {
+                for run in neededRuns(of: range, parts: state.parts) {
                     guard budget.reserve(Int64(run.count)) else {
                         refused = true
                         state.machine.prefetchAbandoned(from: run.lowerBound)
@@ -177,15 +177,28 @@ final class FileReader: Sendable {
             let at = state.parts.firstIndex { $0.range.lowerBound > block.range.lowerBound } ?? state.parts.endIndex
             state.parts.insert(part, at: at)
         }
-        request.task = Task { [store, objectName, info] in
+        request.task = Task { [weak self, store, objectName, info] in
+            let sent = ContinuousClock.now
             do throws(StoreError) {
                 let count = try await store.read(objectName, generation: info.generation, range: range) { bytes in
                     filler.append(bytes)
                 }
+                let finished = ContinuousClock.now
                 filler.finish(received: count, of: "\(objectName)#\(info.generation) \(range)")
+                if let firstByte = filler.firstByteAt {
+                    self?.requestFinished(bytes: count, firstByte: firstByte - sent, total: finished - sent)
+                }
             } catch {
                 filler.fail(error)
             }
+        }
+    }
+
+    /// Tells the machine how fast the link brought a stream's request
+    /// (clock read by the caller, outside the lock).
+    private func requestFinished(bytes: Int64, firstByte: Duration, total: Duration) {
+        state.withLock { state in
+            state.machine.requestFinished(bytes: bytes, firstByte: firstByte.secondsValue, total: total.secondsValue)
         }
     }
 
@@ -215,20 +228,25 @@ final class FileReader: Sendable {
         }
     }
 
-    /// The runs of `range` whose blocks the cache lacks, in order: what a
-    /// prefetch of `range` must download. The blocks it holds are read
-    /// from it when the reader gets there (`readDirect`), so a re-read of
-    /// a file the cache holds all but a few blocks of (dropped when its
-    /// write queue was full, or evicted) downloads just those, ahead of
-    /// the reader, instead of every window that touches one of them. With
-    /// no cache, `range` whole.
-    private func uncachedRuns(of range: Range<Int64>) -> [Range<Int64>] {
-        guard let cache else { return [range] }
+    /// The runs of `range` whose blocks neither the cache nor a buffer
+    /// holds, in order: what a prefetch of `range` must download.
+    /// - The blocks the cache holds are read from it when the reader gets
+    ///   there (`readDirect`), so a re-read of a file the cache holds all
+    ///   but a few blocks of (evicted, say) downloads just those, ahead of
+    ///   the reader, instead of every window that touches one of them.
+    /// - Buffered blocks are on their way: after a failed part the stream
+    ///   resumes at the failed block while later parts are still in
+    ///   flight, and only the failed range is asked again.
+    private func neededRuns(of range: Range<Int64>, parts: [Part]) -> [Range<Int64>] {
         var runs: [Range<Int64>] = []
         var runStart: Int64?
+        // `parts` is sorted and so are the blocks: one pass over both.
+        var nextPart = parts.firstIndex { $0.range.upperBound > range.lowerBound } ?? parts.endIndex
         for block in blocks(of: range) {
             let start = max(range.lowerBound, block * blockSize)
-            if cache.contains(key(block)) {
+            while nextPart < parts.endIndex, parts[nextPart].range.upperBound <= start { nextPart += 1 }
+            let buffered = nextPart < parts.endIndex && parts[nextPart].range.lowerBound <= start
+            if buffered || cache?.contains(key(block)) == true {
                 if let from = runStart { runs.append(from..<start) }
                 runStart = nil
             } else if runStart == nil {
@@ -392,6 +410,14 @@ final class StreamBlock: Sendable {
     }
 }
 
+extension Duration {
+    /// In seconds, as a floating-point number.
+    var secondsValue: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
 /// The request behind a stream, cancelled when no part waits for it.
 final class StreamRequest: @unchecked Sendable {
     // @unchecked: `task` is set once, under the reader's state lock, right
@@ -412,15 +438,25 @@ final class StreamFiller: @unchecked Sendable {
     private var next = 0
     private var sink: ByteSink?
     private var filled = 0
+    private var firstByte: ContinuousClock.Instant?
 
     init(blocks: [StreamBlock], keep: @escaping @Sendable (Data, Int64) -> Void) {
         self.blocks = blocks
         self.keep = keep
     }
 
-    func append(_ bytes: UnsafeRawBufferPointer) {
+    /// When the first bytes of the body arrived (to measure the link).
+    var firstByteAt: ContinuousClock.Instant? {
         lock.lock()
         defer { lock.unlock() }
+        return firstByte
+    }
+
+    func append(_ bytes: UnsafeRawBufferPointer) {
+        let now = firstByte == nil ? ContinuousClock.now : nil
+        lock.lock()
+        defer { lock.unlock() }
+        if firstByte == nil { firstByte = now }
         var rest = bytes
         while !rest.isEmpty, next < blocks.count {
             let block = blocks[next]

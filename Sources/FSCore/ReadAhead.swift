@@ -9,7 +9,8 @@
 /// - While streaming, the machine keeps a `frontier` (the end of what it
 ///   has asked the owner to fetch) at least `window / 2` ahead of the
 ///   reader; each refill reaches `window` past the reader, then doubles the
-///   window (`initialWindow` … `maxWindow`). A refill is one request: the
+///   window (`initialWindow` … `maxWindow`). A refill is one request (or
+///   parts, below): the
 ///   stream is a chain of growing GETs (1, 2, 4, … MiB), each issued while
 ///   the previous one still has half a window to deliver, whose bodies the
 ///   owner hands to the reader block by block as they arrive. With the
@@ -26,6 +27,18 @@
 ///   the stream from the frontier, so it never leaves a gap for direct
 ///   reads. (With a 2 MiB tolerance a loaded machine once saw a late read
 ///   end the stream and 20 GETs instead of 7.)
+/// - One connection to a cloud store carries tens of MiB/s, so a refill
+///   from a slow link is cut into *parts*, ranged GETs side by side on
+///   their own connections (after mountpoint-s3's and gcsfuse's parallel
+///   downloads). The owner reports each finished request
+///   (`requestFinished`): a link whose one connection brings at least
+///   `singleStreamRate` keeps the single growing stream, which costs the
+///   fewest requests (loopback, a fast network); a slower one goes
+///   `parallel`, in parts of `minPartSize` … `maxPartSize` (four round
+///   trips' worth of bytes, so a part's own round trip costs little), and
+///   the window may grow to `maxParallelWindow`, so that many parts are in
+///   flight. Parts are block-aligned and delivered to the reader in order:
+///   a read waits for its own blocks only.
 /// - Buffers the reader has passed are kept `keepBehind` bytes longer for
 ///   the late reads; older ones are read from the block cache.
 /// - A random read drops the stream (buffers and the request in flight);
@@ -43,17 +56,29 @@ struct ReadAhead: Sendable, Equatable {
         var blockSize: Int64
         var seekTolerance: Int64
         var keepBehind: Int64
+        /// Bytes per second one connection must bring for the stream to
+        /// stay one request per refill.
+        var singleStreamRate: Double
+        var minPartSize: Int64
+        var maxPartSize: Int64
+        var maxParallelWindow: Int64
 
         init(
             initialWindow: Int64 = 1 << 20, maxWindow: Int64 = 64 << 20, blockSize: Int64 = 1 << 20,
-            seekTolerance: Int64 = 16 << 20, keepBehind: Int64 = 2 << 20
+            seekTolerance: Int64 = 16 << 20, keepBehind: Int64 = 2 << 20,
+            singleStreamRate: Double = 256 * 1_048_576, minPartSize: Int64 = 8 << 20, maxPartSize: Int64 = 16 << 20,
+            maxParallelWindow: Int64 = 128 << 20
         ) {
             self.blockSize = max(1, blockSize)
             self.keepBehind = keepBehind
-            // Windows in whole blocks.
+            // Windows and parts in whole blocks.
             self.initialWindow = Self.roundUp(max(initialWindow, 1), to: self.blockSize)
             self.maxWindow = max(self.initialWindow, Self.roundUp(maxWindow, to: self.blockSize))
             self.seekTolerance = seekTolerance
+            self.singleStreamRate = singleStreamRate
+            self.minPartSize = Self.roundUp(max(minPartSize, 1), to: self.blockSize)
+            self.maxPartSize = max(self.minPartSize, Self.roundUp(maxPartSize, to: self.blockSize))
+            self.maxParallelWindow = max(self.maxWindow, Self.roundUp(maxParallelWindow, to: self.blockSize))
         }
 
         static func roundUp(_ value: Int64, to block: Int64) -> Int64 {
@@ -70,9 +95,18 @@ struct ReadAhead: Sendable, Equatable {
         case random
     }
 
+    /// How a refill goes out.
+    enum Transfer: Sendable, Equatable {
+        /// One request per refill (no request has finished yet, or one
+        /// connection is fast enough).
+        case single
+        /// Requests of at most this many bytes, side by side.
+        case parallel(partSize: Int64)
+    }
+
     enum Action: Sendable, Equatable {
         /// Fetch this block-aligned range with one request, ahead of the
-        /// reader (the stream's next GET).
+        /// reader (the stream's next GET, or one part of it).
         case prefetch(Range<Int64>)
         /// Drop buffers that end at or before this offset (already read).
         case discard(below: Int64)
@@ -92,6 +126,8 @@ struct ReadAhead: Sendable, Equatable {
     private(set) var frontier: Int64 = 0
     /// A prefetch was abandoned since the last refill.
     private var resumingAfterAbandon = false
+    /// What the finished requests showed of the link.
+    private(set) var transfer: Transfer = .single
 
     init(configuration: Configuration, objectSize: Int64) {
         self.configuration = configuration
@@ -130,10 +166,55 @@ struct ReadAhead: Sendable, Equatable {
             // directly meanwhile.
             let from = resumingAfterAbandon ? max(frontier, alignDown(offset)) : frontier
             resumingAfterAbandon = false
-            let to = min(objectSize, alignUp(readerEnd + window))
-            actions.append(.prefetch(from..<to))
+            let to = min(objectSize, Configuration.roundUp(readerEnd + window, to: requestUnit))
+            actions += requests(for: from..<to)
             frontier = to
-            window = min(window * 2, configuration.maxWindow)
+            window = min(window * 2, maxWindow)
+        }
+        return actions
+    }
+
+    /// A request of `bytes` finished: its first byte came `firstByte`
+    /// seconds after it was sent, its last `total` seconds after. Requests
+    /// of less than a block, or whose body took no measurable time, say
+    /// nothing of the link.
+    mutating func requestFinished(bytes: Int64, firstByte: Double, total: Double) {
+        let body = total - firstByte
+        guard bytes >= configuration.blockSize, body > 0, firstByte >= 0 else { return }
+        let rate = Double(bytes) / body
+        guard rate < configuration.singleStreamRate else {
+            transfer = .single
+            window = min(window, maxWindow)
+            return
+        }
+        // Four round trips' worth: a part's own round trip then costs
+        // at most a fifth of its time.
+        let wanted = Int64(rate * firstByte * 4)
+        let size = min(configuration.maxPartSize, max(configuration.minPartSize, alignUp(wanted)))
+        transfer = .parallel(partSize: size)
+    }
+
+    /// Refills end on a multiple of this: a block, or a whole part, so
+    /// that every part but the file's last is full-sized.
+    private var requestUnit: Int64 {
+        if case .parallel(let partSize) = transfer { return partSize }
+        return configuration.blockSize
+    }
+
+    private var maxWindow: Int64 {
+        transfer == .single ? configuration.maxWindow : configuration.maxParallelWindow
+    }
+
+    /// One request for `range`, or its parts: cut at multiples of the part
+    /// size, so parts of later refills line up with these.
+    private func requests(for range: Range<Int64>) -> [Action] {
+        guard case .parallel(let partSize) = transfer else { return [.prefetch(range)] }
+        var actions: [Action] = []
+        var start = range.lowerBound
+        while start < range.upperBound {
+            let stop = min(range.upperBound, (start / partSize + 1) * partSize)
+            actions.append(.prefetch(start..<stop))
+            start = stop
         }
         return actions
     }

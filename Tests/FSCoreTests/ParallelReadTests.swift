@@ -1,0 +1,139 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+@testable import FSCore
+import FSCoreTesting
+
+private let MiB = 1 << 20
+
+/// A sequential reader on a slow link: its refills go out as parts side by
+/// side, and it still gets every byte once, in order, of one generation.
+@Suite("parallel ranged reads")
+struct ParallelReadTests {
+    /// Every read's range and generation, and how many ran at once; each
+    /// read's body starts `delay` after it is asked (a round trip), and a
+    /// read touching an offset in `failing` fails once, before any byte.
+    final class SlowLinkStore: ForwardingStore, Sendable {
+        struct Log {
+            var ranges: [Range<Int64>] = []
+            var generations: Set<Int64> = []
+            var inFlight = 0
+            var peak = 0
+            var failing: Set<Int64> = []
+        }
+        let inner: InMemoryObjectStore
+        let delay: Duration
+        let log: Mutex<Log>
+
+        init(inner: InMemoryObjectStore, delay: Duration, failing: Set<Int64> = []) {
+            self.inner = inner
+            self.delay = delay
+            self.log = Mutex(Log(failing: failing))
+        }
+
+        func read(
+            _ name: String, generation: Int64, range: Range<Int64>, into sink: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void
+        ) async throws(StoreError) -> Int64 {
+            let fails = log.withLock { log -> Bool in
+                log.ranges.append(range)
+                log.generations.insert(generation)
+                log.inFlight += 1
+                log.peak = max(log.peak, log.inFlight)
+                guard let hit = log.failing.first(where: { range.contains($0) }) else { return false }
+                log.failing.remove(hit)
+                return true
+            }
+            defer { log.withLock { $0.inFlight -= 1 } }
+            try? await Task.sleep(for: delay)
+            if fails { throw .unavailable("injected: connection reset") }
+            return try await inner.read(name, generation: generation, range: range, into: sink)
+        }
+    }
+
+    /// Every link counts as slow (no rate reaches infinity): parts of 4 MiB.
+    let readAhead = ReadAhead.Configuration(
+        initialWindow: 1 << 20, maxWindow: 8 << 20, singleStreamRate: .infinity,
+        minPartSize: 4 << 20, maxPartSize: 4 << 20, maxParallelWindow: 32 << 20)
+
+    private func reader(_ store: SlowLinkStore, _ info: ObjectInfo, name: String = "f") -> FileReader {
+        FileReader(objectName: name, info: info, store: store, cache: nil, budget: ReadAheadBudget(limit: 256 << 20),
+                   readAhead: readAhead, logger: Logger(label: "test"))
+    }
+
+    private func readInOrder(_ reader: FileReader, from start: Int = 0, to end: Int) async throws(StoreError) -> Data {
+        var data = Data()
+        var offset = start
+        while offset < end {
+            data.append(try await reader.read(offset: Int64(offset), size: 128 << 10))
+            offset += 128 << 10
+        }
+        return data
+    }
+
+    @Test func aSlowLinkIsReadInPartsSideBySideEachByteOnce() async throws {
+        let inner = InMemoryObjectStore()
+        let content = bytes(96 * MiB + 12345, seed: 29)
+        let info = inner.seed("f", content)
+        let store = SlowLinkStore(inner: inner, delay: .milliseconds(5))
+        let file = reader(store, info)
+        #expect(try await readInOrder(file, to: content.count) == content)
+        file.close()
+        let log = store.log.withLock { $0 }
+        let ranges = log.ranges.sorted { $0.lowerBound < $1.lowerBound }
+        var end: Int64 = 0
+        for range in ranges {
+            #expect(range.lowerBound == end, "each byte asked once: \(ranges)")
+            end = range.upperBound
+        }
+        #expect(end == Int64(content.count))
+        let parts = ranges.filter { $0.lowerBound >= 16 << 20 }
+        #expect(parts.allSatisfy { $0.count <= 4 * MiB }, "parts of 4 MiB: \(parts)")
+        #expect(log.peak >= 4, "parts side by side: at most \(log.peak) at once")
+        #expect(log.generations == [info.generation], "every part names the generation read first")
+    }
+
+    @Test func aFailedPartIsAskedAgainAloneWhileLaterPartsStand() async throws {
+        let inner = InMemoryObjectStore()
+        let content = bytes(64 * MiB, seed: 30)
+        let info = inner.seed("f", content)
+        let failedAt = Int64(24 << 20) + 5
+        let store = SlowLinkStore(inner: inner, delay: .milliseconds(5), failing: [failedAt])
+        let file = reader(store, info)
+        var data = try await readInOrder(file, to: 24 * MiB)
+        // The reader whose bytes the failed part carried hears of it (the
+        // store gave up: StorageKit has already resumed it within its
+        // retry budget); the next read asks for that part's range again.
+        await #expect(throws: StoreError.unavailable("injected: connection reset")) {
+            try await file.read(offset: Int64(24 * MiB), size: 128 << 10)
+        }
+        data.append(try await readInOrder(file, from: 24 * MiB, to: content.count))
+        #expect(data == content)
+        file.close()
+        let ranges = store.log.withLock { $0.ranges }
+        let failed = ranges.first { $0.contains(failedAt) }!
+        let askedTwice = ranges.filter { $0.overlaps(failed) }
+        #expect(askedTwice.count == 2, "the failed part and its retry: \(ranges)")
+        let others = ranges.filter { !$0.overlaps(failed) }.sorted { $0.lowerBound < $1.lowerBound }
+        for (a, b) in zip(others, others.dropFirst()) {
+            #expect(a.upperBound <= b.lowerBound, "no other byte asked twice: \(a) \(b)")
+        }
+    }
+
+    @Test func aGenerationReplacedMidFileIsStaleForTheRestOfIt() async throws {
+        let inner = InMemoryObjectStore()
+        let content = bytes(48 * MiB, seed: 31)
+        let info = inner.seed("f", content)
+        let store = SlowLinkStore(inner: inner, delay: .milliseconds(2))
+        let file = reader(store, info)
+        _ = try await readInOrder(file, to: 8 * MiB)
+        inner.seed("f", bytes(48 * MiB, seed: 32))
+        // Parts already delivered may still serve a while; the first read
+        // a later part carries fails as the generation gone.
+        await #expect(throws: StoreError.self) {
+            _ = try await readInOrder(file, from: 8 * MiB, to: content.count)
+        }
+        file.close()
+        #expect(store.log.withLock { $0.generations } == [info.generation])
+    }
+}

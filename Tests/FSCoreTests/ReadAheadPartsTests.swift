@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+@testable import FSCore
+
+private let MiB: Int64 = 1 << 20
+private let KiB = 1 << 10
+
+/// How the read-ahead machine turns a slow link into parts side by side,
+/// and keeps one stream on a fast one.
+@Suite("read-ahead parts")
+struct ReadAheadPartsTests {
+    let configuration = ReadAhead.Configuration(
+        initialWindow: MiB, maxWindow: 16 * MiB, blockSize: MiB, seekTolerance: 2 * MiB,
+        singleStreamRate: 256 * 1_048_576, minPartSize: 8 * MiB, maxPartSize: 16 * MiB, maxParallelWindow: 64 * MiB)
+
+    private func prefetches(_ actions: [ReadAhead.Action]) -> [Range<Int64>] {
+        actions.compactMap { if case .prefetch(let r) = $0 { return r } else { return nil } }
+    }
+
+    /// Reads `total` bytes in 128 KiB reads from `start`; the requests made.
+    private func stream(_ machine: inout ReadAhead, from start: Int64 = 0, to total: Int64) -> [Range<Int64>] {
+        var requests: [Range<Int64>] = []
+        var offset = start
+        while offset < total {
+            requests += prefetches(machine.read(offset: offset, size: 128 * KiB))
+            offset += 128 * 1024
+        }
+        return requests
+    }
+
+    /// Each row: what one finished request showed, and how refills go out after it.
+    @Test func theLinkDecidesHowRefillsGoOut() {
+        struct Row {
+            let bytes: Int64, firstByte: Double, total: Double
+            let transfer: ReadAhead.Transfer
+            let why: String
+        }
+        let rows: [Row] = [
+            Row(bytes: 4 * MiB, firstByte: 0.0003, total: 0.004, transfer: .single, why: "loopback: 1 GiB/s on one connection"),
+            Row(bytes: 4 * MiB, firstByte: 0.020, total: 0.145, transfer: .parallel(partSize: 8 * MiB),
+                why: "20 ms, 32 MiB/s: four round trips are 2.6 MiB, below the smallest part"),
+            Row(bytes: 8 * MiB, firstByte: 0.050, total: 0.175, transfer: .parallel(partSize: 13 * MiB),
+                why: "50 ms, 64 MiB/s: four round trips are 12.8 MiB, one block up"),
+            Row(bytes: 8 * MiB, firstByte: 0.200, total: 0.325, transfer: .parallel(partSize: 16 * MiB),
+                why: "200 ms, 64 MiB/s: capped at the largest part"),
+            Row(bytes: 512 * 1024, firstByte: 0.020, total: 0.100, transfer: .single, why: "less than a block says nothing"),
+            Row(bytes: 4 * MiB, firstByte: 0.020, total: 0.020, transfer: .single, why: "no body time says nothing"),
+        ]
+        for row in rows {
+            var machine = ReadAhead(configuration: configuration, objectSize: 1 << 30)
+            machine.requestFinished(bytes: row.bytes, firstByte: row.firstByte, total: row.total)
+            #expect(machine.transfer == row.transfer, "\(row.why)")
+        }
+    }
+
+    @Test func aSlowLinkCutsRefillsIntoAlignedPartsAndWidensTheWindow() {
+        var machine = ReadAhead(configuration: configuration, objectSize: 512 * MiB)
+        var requests = stream(&machine, to: 4 * MiB)
+        #expect(machine.transfer == .single, "one stream until a request has finished")
+        machine.requestFinished(bytes: 2 * MiB, firstByte: 0.020, total: 0.082)
+        requests += stream(&machine, from: 4 * MiB, to: 400 * MiB)
+        // Contiguous from 0, never overlapping: no byte is asked twice.
+        var end: Int64 = 0
+        for request in requests {
+            #expect(request.lowerBound == end, "contiguous: \(request)")
+            end = request.upperBound
+        }
+        let parts = requests.filter { $0.lowerBound >= 32 * MiB }
+        #expect(parts.allSatisfy { $0.count == 8 * MiB && $0.lowerBound % (8 * MiB) == 0 }, "whole 8 MiB parts on 8 MiB boundaries: \(parts)")
+        #expect(machine.window == 64 * MiB, "the window grows past the single stream's cap, to the parallel one")
+        #expect(machine.frontier - 400 * MiB <= 64 * MiB + 8 * MiB)
+        #expect(machine.frontier - 400 * MiB >= 32 * MiB - MiB, "half a window and more in flight: \(machine.frontier)")
+    }
+
+    @Test func aFastLinkKeepsOneRequestPerRefill() {
+        var machine = ReadAhead(configuration: configuration, objectSize: 512 * MiB)
+        _ = stream(&machine, to: 8 * MiB)
+        machine.requestFinished(bytes: 4 * MiB, firstByte: 0.0003, total: 0.004)
+        let refills = stream(&machine, from: 8 * MiB, to: 200 * MiB)
+        #expect(refills.count > 5)
+        #expect(refills.contains { $0.count > 8 * MiB }, "whole refills, not parts")
+        #expect(machine.window == 16 * MiB, "the single stream's cap")
+    }
+
+    @Test func aLinkThatSpeedsUpReturnsToOneStreamAndItsWindow() {
+        var machine = ReadAhead(configuration: configuration, objectSize: 1 << 30)
+        _ = stream(&machine, to: 4 * MiB)
+        machine.requestFinished(bytes: 8 * MiB, firstByte: 0.02, total: 0.27)
+        _ = stream(&machine, from: 4 * MiB, to: 300 * MiB)
+        #expect(machine.window == 64 * MiB)
+        machine.requestFinished(bytes: 8 * MiB, firstByte: 0.0003, total: 0.01)
+        #expect(machine.transfer == .single && machine.window == 16 * MiB)
+        let next = stream(&machine, from: 300 * MiB, to: 400 * MiB)
+        #expect(!next.isEmpty && next.allSatisfy { $0.count <= 16 * MiB + MiB })
+    }
+
+    @Test func aRandomReaderGetsNoPartsWhateverTheLink() {
+        var machine = ReadAhead(configuration: configuration, objectSize: 1 << 30)
+        machine.requestFinished(bytes: 4 * MiB, firstByte: 0.02, total: 0.145)
+        #expect(prefetches(machine.read(offset: 100 * MiB, size: 4096)).isEmpty)
+        #expect(prefetches(machine.read(offset: 7 * MiB, size: 4096)).isEmpty)
+        #expect(machine.phase == .random)
+    }
+}

@@ -169,7 +169,15 @@ final class FileReader: Sendable {
             blocks.append(StreamBlock(range: start..<stop))
             start = stop
         }
-        let filler = StreamFiller(blocks: blocks) { [weak self] data, start in self?.keep(data, at: start) }
+        let sent = ContinuousClock.now
+        let filler = StreamFiller(blocks: blocks) { [weak self] data, start in
+            self?.keep(data, at: start)
+        } firstBlock: { [weak self] bytes, firstByte, done in
+            // The first whole block, not the whole request, shows the link:
+            // the kernel's read-ahead runs a stream ahead by several
+            // requests before the first of them could finish.
+            self?.linkMeasured(bytes: bytes, firstByte: firstByte - sent, total: done - sent)
+        }
         let request = StreamRequest()
         for block in blocks {
             let part = Part(id: state.nextPartID, range: block.range, block: block, stream: request)
@@ -177,28 +185,23 @@ final class FileReader: Sendable {
             let at = state.parts.firstIndex { $0.range.lowerBound > block.range.lowerBound } ?? state.parts.endIndex
             state.parts.insert(part, at: at)
         }
-        request.task = Task { [weak self, store, objectName, info] in
-            let sent = ContinuousClock.now
+        request.task = Task { [store, objectName, info] in
             do throws(StoreError) {
                 let count = try await store.read(objectName, generation: info.generation, range: range) { bytes in
                     filler.append(bytes)
                 }
-                let finished = ContinuousClock.now
                 filler.finish(received: count, of: "\(objectName)#\(info.generation) \(range)")
-                if let firstByte = filler.firstByteAt {
-                    self?.requestFinished(bytes: count, firstByte: firstByte - sent, total: finished - sent)
-                }
             } catch {
                 filler.fail(error)
             }
         }
     }
 
-    /// Tells the machine how fast the link brought a stream's request
+    /// Tells the machine how fast the link brought a stream's first block
     /// (clock read by the caller, outside the lock).
-    private func requestFinished(bytes: Int64, firstByte: Duration, total: Duration) {
+    private func linkMeasured(bytes: Int64, firstByte: Duration, total: Duration) {
         state.withLock { state in
-            state.machine.requestFinished(bytes: bytes, firstByte: firstByte.secondsValue, total: total.secondsValue)
+            state.machine.linkMeasured(bytes: bytes, firstByte: firstByte.secondsValue, total: total.secondsValue)
         }
     }
 
@@ -438,24 +441,30 @@ final class StreamFiller: @unchecked Sendable {
     private var next = 0
     private var sink: ByteSink?
     private var filled = 0
+    private let firstBlock: @Sendable (Int64, ContinuousClock.Instant, ContinuousClock.Instant) -> Void
+    /// When the body's first bytes arrived.
     private var firstByte: ContinuousClock.Instant?
 
-    init(blocks: [StreamBlock], keep: @escaping @Sendable (Data, Int64) -> Void) {
+    /// `firstBlock` hears the first block's size, when the body's first
+    /// bytes arrived and when that block was whole (to measure the link).
+    init(
+        blocks: [StreamBlock], keep: @escaping @Sendable (Data, Int64) -> Void,
+        firstBlock: @escaping @Sendable (Int64, ContinuousClock.Instant, ContinuousClock.Instant) -> Void
+    ) {
         self.blocks = blocks
         self.keep = keep
-    }
-
-    /// When the first bytes of the body arrived (to measure the link).
-    var firstByteAt: ContinuousClock.Instant? {
-        lock.lock()
-        defer { lock.unlock() }
-        return firstByte
+        self.firstBlock = firstBlock
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) {
-        let now = firstByte == nil ? ContinuousClock.now : nil
+        // Read before the lock (a vDSO call); `append` runs sequentially.
+        let now = ContinuousClock.now
+        var measured: (Int64, ContinuousClock.Instant)?
         lock.lock()
-        defer { lock.unlock() }
+        defer {
+            lock.unlock()
+            if let (size, start) = measured { firstBlock(size, start, now) }
+        }
         if firstByte == nil { firstByte = now }
         var rest = bytes
         while !rest.isEmpty, next < blocks.count {
@@ -471,6 +480,7 @@ final class StreamFiller: @unchecked Sendable {
                 self.sink = nil
                 filled = 0
                 next += 1
+                if next == 1, let firstByte { measured = (Int64(block.range.count), firstByte) }
                 keep(data, block.range.lowerBound)
                 block.finish(.success(data))
             }

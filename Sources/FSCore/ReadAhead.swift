@@ -30,8 +30,8 @@
 /// - One connection to a cloud store carries tens of MiB/s, so a refill
 ///   from a slow link is cut into *parts*, ranged GETs side by side on
 ///   their own connections (after mountpoint-s3's and gcsfuse's parallel
-///   downloads). The owner reports each finished request
-///   (`requestFinished`): a link whose one connection brings at least
+///   downloads). The owner reports how fast each request's first block
+///   came (`linkMeasured`): a link whose one connection brings at least
 ///   `singleStreamRate` keeps the single growing stream, which costs the
 ///   fewest requests (loopback, a fast network); a slower one goes
 ///   `parallel`, in parts of `minPartSize` … `maxPartSize` (four round
@@ -174,11 +174,11 @@ struct ReadAhead: Sendable, Equatable {
         return actions
     }
 
-    /// A request of `bytes` finished: its first byte came `firstByte`
-    /// seconds after it was sent, its last `total` seconds after. Requests
-    /// of less than a block, or whose body took no measurable time, say
-    /// nothing of the link.
-    mutating func requestFinished(bytes: Int64, firstByte: Double, total: Double) {
+    /// The first `bytes` of a request's body came in: the first byte
+    /// `firstByte` seconds after it was sent, the last `total` seconds
+    /// after. Less than a block, or a body that took no measurable time,
+    /// says nothing of the link.
+    mutating func linkMeasured(bytes: Int64, firstByte: Double, total: Double) {
         let body = total - firstByte
         guard bytes >= configuration.blockSize, body > 0, firstByte >= 0 else { return }
         let rate = Double(bytes) / body

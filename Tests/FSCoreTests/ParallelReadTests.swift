@@ -26,9 +26,13 @@ struct ParallelReadTests {
         let delay: Duration
         let log: Mutex<Log>
 
-        init(inner: InMemoryObjectStore, delay: Duration, failing: Set<Int64> = []) {
+        /// Bytes per second of each read's body; nil: all at once.
+        let rate: Int?
+
+        init(inner: InMemoryObjectStore, delay: Duration, rate: Int? = nil, failing: Set<Int64> = []) {
             self.inner = inner
             self.delay = delay
+            self.rate = rate
             self.log = Mutex(Log(failing: failing))
         }
 
@@ -47,7 +51,19 @@ struct ParallelReadTests {
             defer { log.withLock { $0.inFlight -= 1 } }
             try? await Task.sleep(for: delay)
             if fails { throw .unavailable("injected: connection reset") }
-            return try await inner.read(name, generation: generation, range: range, into: sink)
+            guard let rate else { return try await inner.read(name, generation: generation, range: range, into: sink) }
+            // The body in 256 KiB pieces, each when the link has carried it.
+            let piece: Int64 = 256 << 10
+            let started = ContinuousClock.now
+            var at = range.lowerBound
+            while at < range.upperBound {
+                let next = min(range.upperBound, at + piece)
+                _ = try await inner.read(name, generation: generation, range: at..<next, into: sink)
+                at = next
+                let due = started + .seconds(Double(at - range.lowerBound) / Double(rate))
+                try? await Task.sleep(until: due, clock: .continuous)
+            }
+            return Int64(range.count)
         }
     }
 
@@ -91,6 +107,23 @@ struct ParallelReadTests {
         #expect(parts.allSatisfy { $0.count <= 4 * MiB }, "parts of 4 MiB: \(parts)")
         #expect(log.peak >= 4, "parts side by side: at most \(log.peak) at once")
         #expect(log.generations == [info.generation], "every part names the generation read first")
+    }
+
+    @Test func theMeasuredLinkTurnsAStreamIntoParts() async throws {
+        let inner = InMemoryObjectStore()
+        let content = bytes(48 * MiB, seed: 33)
+        let info = inner.seed("f", content)
+        // 10 ms round trip, 16 MiB/s per connection: far below one stream's
+        // 256 MiB/s, so parts of 8 MiB (the default configuration).
+        let store = SlowLinkStore(inner: inner, delay: .milliseconds(10), rate: 16 << 20)
+        let file = FileReader(objectName: "f", info: info, store: store, cache: nil, budget: ReadAheadBudget(limit: 256 << 20),
+                              readAhead: ReadAhead.Configuration(), logger: Logger(label: "test"))
+        #expect(try await readInOrder(file, to: content.count) == content)
+        file.close()
+        let log = store.log.withLock { $0 }
+        let parts = log.ranges.filter { $0.lowerBound >= 16 << 20 && $0.lowerBound % (8 << 20) == 0 && $0.count == 8 * MiB }
+        #expect(parts.count >= 3, "8 MiB parts once a request has shown the link: \(log.ranges)")
+        #expect(log.peak >= 3, "side by side: at most \(log.peak) at once")
     }
 
     @Test func aFailedPartIsAskedAgainAloneWhileLaterPartsStand() async throws {

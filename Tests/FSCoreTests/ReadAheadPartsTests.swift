@@ -48,7 +48,7 @@ struct ReadAheadPartsTests {
         ]
         for row in rows {
             var machine = ReadAhead(configuration: configuration, objectSize: 1 << 30)
-            machine.requestFinished(bytes: row.bytes, firstByte: row.firstByte, total: row.total)
+            machine.linkMeasured(bytes: row.bytes, firstByte: row.firstByte, total: row.total)
             #expect(machine.transfer == row.transfer, "\(row.why)")
         }
     }
@@ -57,7 +57,7 @@ struct ReadAheadPartsTests {
         var machine = ReadAhead(configuration: configuration, objectSize: 512 * MiB)
         var requests = stream(&machine, to: 4 * MiB)
         #expect(machine.transfer == .single, "one stream until a request has finished")
-        machine.requestFinished(bytes: 2 * MiB, firstByte: 0.020, total: 0.082)
+        machine.linkMeasured(bytes: 2 * MiB, firstByte: 0.020, total: 0.082)
         requests += stream(&machine, from: 4 * MiB, to: 400 * MiB)
         // Contiguous from 0, never overlapping: no byte is asked twice.
         var end: Int64 = 0
@@ -75,7 +75,7 @@ struct ReadAheadPartsTests {
     @Test func aFastLinkKeepsOneRequestPerRefill() {
         var machine = ReadAhead(configuration: configuration, objectSize: 512 * MiB)
         _ = stream(&machine, to: 8 * MiB)
-        machine.requestFinished(bytes: 4 * MiB, firstByte: 0.0003, total: 0.004)
+        machine.linkMeasured(bytes: 4 * MiB, firstByte: 0.0003, total: 0.004)
         let refills = stream(&machine, from: 8 * MiB, to: 200 * MiB)
         #expect(refills.count > 5)
         #expect(refills.contains { $0.count > 8 * MiB }, "whole refills, not parts")
@@ -85,10 +85,10 @@ struct ReadAheadPartsTests {
     @Test func aLinkThatSpeedsUpReturnsToOneStreamAndItsWindow() {
         var machine = ReadAhead(configuration: configuration, objectSize: 1 << 30)
         _ = stream(&machine, to: 4 * MiB)
-        machine.requestFinished(bytes: 8 * MiB, firstByte: 0.02, total: 0.27)
+        machine.linkMeasured(bytes: 8 * MiB, firstByte: 0.02, total: 0.27)
         _ = stream(&machine, from: 4 * MiB, to: 300 * MiB)
         #expect(machine.window == 64 * MiB)
-        machine.requestFinished(bytes: 8 * MiB, firstByte: 0.0003, total: 0.01)
+        machine.linkMeasured(bytes: 8 * MiB, firstByte: 0.0003, total: 0.01)
         #expect(machine.transfer == .single && machine.window == 16 * MiB)
         let next = stream(&machine, from: 300 * MiB, to: 400 * MiB)
         #expect(!next.isEmpty && next.allSatisfy { $0.count <= 16 * MiB + MiB })
@@ -96,7 +96,7 @@ struct ReadAheadPartsTests {
 
     @Test func aRandomReaderGetsNoPartsWhateverTheLink() {
         var machine = ReadAhead(configuration: configuration, objectSize: 1 << 30)
-        machine.requestFinished(bytes: 4 * MiB, firstByte: 0.02, total: 0.145)
+        machine.linkMeasured(bytes: 4 * MiB, firstByte: 0.02, total: 0.145)
         #expect(prefetches(machine.read(offset: 100 * MiB, size: 4096)).isEmpty)
         #expect(prefetches(machine.read(offset: 7 * MiB, size: 4096)).isEmpty)
         #expect(machine.phase == .random)

@@ -74,7 +74,11 @@ final class FaultProxy: @unchecked Sendable {
         let method: String
         let path: String
         let query: String
+        /// Its Range header, if any.
+        let range: String?
+        /// When it arrived, and when its answer was sent (nil: not yet).
         let time: Double
+        let done: Double?
         /// The fault applied to it, if any.
         let fault: String?
     }
@@ -86,7 +90,8 @@ final class FaultProxy: @unchecked Sendable {
         return list.map {
             Request(
                 method: $0["method"] as? String ?? "", path: $0["path"] as? String ?? "", query: $0["query"] as? String ?? "",
-                time: $0["time"] as? Double ?? 0, fault: $0["fault"] as? String)
+                range: $0["range"] as? String, time: $0["time"] as? Double ?? 0, done: $0["done"] as? Double,
+                fault: $0["fault"] as? String)
         }
     }
 

@@ -42,14 +42,20 @@ faulted, never logged):
       a truncated final answer, as a connection lost while the answer
       travels leaves it. With ``"framed": true`` the Content-Length is N
       instead: a complete-looking answer whose body (JSON) is cut short.
+  ``"throttle_bytes_per_second": N``  forward, then send the answer's body
+      at N bytes per second (in 64 KiB pieces, paced from its first byte):
+      one connection of a slow link, as a cloud store's connections are
+      each far slower than the machine. Connections are throttled each on
+      its own, so requests side by side add up.
 
   With ``"apply": true`` a ``status`` or ``drop`` fault forwards the request
   first (the server acts; its answer is lost). The first registered matching
   fault wins. Answers ``{"ok":true,"pending":N}``.
 * ``DELETE /_faults`` removes every pending fault.
-* ``GET /_requests`` JSON list of ``{"method","path","query","time","fault"}``
-  for every request received (``time`` in seconds since the epoch, ``fault``
-  the action applied or null); ``POST /_requests/clear`` empties it.
+* ``GET /_requests`` JSON list of ``{"method","path","query","range","time","done","fault"}``
+  for every request received (``range`` its Range header or null, ``time``
+  when it arrived and ``done`` when its answer was sent, in seconds since
+  the epoch, ``fault`` the action applied or null); ``POST /_requests/clear`` empties it.
 """
 
 import argparse
@@ -67,7 +73,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_gcs as gcs  # noqa: E402  (its loopback serving)
 
 ACTIONS = ("status", "drop", "cut_request_after_bytes", "stall_seconds", "stall_body_after_bytes",
-           "cut_answer_after_bytes")
+           "cut_answer_after_bytes", "throttle_bytes_per_second")
 HOP_BY_HOP = {
     "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
     "content-length",
@@ -238,9 +244,17 @@ class Handler(BaseHTTPRequestHandler):
         length = self._body_length()
         fault = STATE.take_fault(self.command, target, length)
         action = fault["action"] if fault else None
+        record = {"method": self.command, "path": path, "query": query, "range": self.headers.get("Range"),
+                  "time": time.time(), "done": None, "fault": action}
         with STATE.lock:
-            STATE.requests.append(
-                {"method": self.command, "path": path, "query": query, "time": time.time(), "fault": action})
+            STATE.requests.append(record)
+        try:
+            self._serve(length, fault, action)
+        finally:
+            with STATE.lock:
+                record["done"] = time.time()
+
+    def _serve(self, length, fault, action):
         if action == "cut_request_after_bytes":
             try:
                 self._read_exactly(min(length, int(fault["cut_request_after_bytes"])))
@@ -275,7 +289,23 @@ class Handler(BaseHTTPRequestHandler):
         if action == "cut_answer_after_bytes":
             self._answer_cut(answer, int(fault["cut_answer_after_bytes"]), bool(fault.get("framed")))
             return
+        if action == "throttle_bytes_per_second":
+            self._answer_throttled(answer, float(fault["throttle_bytes_per_second"]))
+            return
         self._answer(*answer)
+
+    def _answer_throttled(self, answer, rate):
+        """The whole answer, its body no faster than `rate` bytes/s."""
+        status, headers, body = answer
+        self._send_head(status, headers, len(body))
+        started = time.monotonic()
+        piece = 64 << 10
+        for at in range(0, len(body), piece):
+            due = started + at / rate
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            self.wfile.write(body[at:at + piece])
 
     def _answer_stalling(self, answer, fault):
         """The answer's head and first bytes, then silence, then a close."""

@@ -154,7 +154,7 @@ read_round() {
         # status counts them: it reads the cache's index at start).
         CUR_COL=bucketfs
         mount_bucketfs "re$name" "$BASE" "$cache" "${BUCKETFS_FLAGS[@]}" || { fail_cells "$col" "mount failed" reread_block; unmount_current; return 0; }
-        cached="$("$BIN" status "$CUR_MP" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["caches"]["blockCacheBlocks"])' || echo 0)"
+        cached="$("$BIN" status "$CUR_MP" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["filesystem"]["caches"]["blockCacheBlocks"])' || echo 0)"
         log "block cache before the re-read: $cached blocks of $BIG_MIB"
     else
         mount_column "$col" "re$name" || { fail_cells "$col" "mount failed" reread_block; unmount_current; return 0; }

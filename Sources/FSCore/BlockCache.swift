@@ -9,21 +9,36 @@ import Glibc
 /// (object name, generation, block index), so re-reads need no network and
 /// a new generation can never be served old bytes: its key differs.
 ///
-/// - Files live in `directory/blocks/xx/<hash>` (256 fan-out folders). A
-///   block is written to a temporary file and renamed into place, so a
-///   concurrent reader sees a whole block or none.
-/// - Least-recently-used blocks are deleted to stay under `capacity`
-///   bytes and `maxBlocks` blocks: small objects make small blocks, and
-///   each costs memory in the index whatever its size. The
-///   index is rebuilt from the directory at start (oldest modification
-///   first), so the cache persists across mounts. One cache directory
-///   belongs to one process at a time.
-/// - A file whose header, key, length or checksum does not match is a miss
-///   and is deleted. The checksum is verified once per file per process
-///   (whole-block read); later reads fetch only the bytes asked for.
-/// - `store(_:_:)` hands a block to a background write; until it lands the
-///   block is served from memory, so a read right after a download never
-///   misses.
+/// - Blocks live in slots of a few large chunk files
+///   (`directory/chunks/NNNN`, see `ChunkFiles`), written in place with
+///   `pwrite`: caching a block allocates no inode, and a slot reused for a
+///   new block overwrites pages the page cache already has. A slot is a
+///   header page (key, length, sequence, checksums: `BlockFile`) and room
+///   for one block. The files are sparse, so a small block costs its
+///   own pages (4 KiB header + its bytes rounded up to 4 KiB), not a
+///   whole slot: small objects are bounded by `maxBlocks`, as below, not
+///   by slot size.
+/// - Least-recently-used blocks are evicted, and their slots punched
+///   (`fallocate`) and reused, to stay under `capacity` disk bytes and
+///   `maxBlocks` blocks: small objects make small blocks, and each costs
+///   memory in the index whatever its size. The index is rebuilt at start
+///   by reading every slot's header (oldest write first), so the cache
+///   persists across mounts. One cache directory belongs to one process
+///   at a time. A `blocks/` folder of the earlier one-file-per-block
+///   layout is removed unread.
+/// - A slot whose header or payload checksum does not match is a miss and
+///   is freed, so a torn write or a damaged disk never serves wrong
+///   bytes. A payload is verified once per process, by the first read of
+///   it (which reads the whole block, one pass); later reads fetch only
+///   the bytes asked for. Blocks this process wrote need no check.
+/// - `store(blocks:of:)` hands blocks to a background writer; until they
+///   land they are served from memory, so a read right after a download
+///   never misses. It never waits: its callers are on the path of a FUSE
+///   reply (and of the transport's one thread), so the queue is bounded by
+///   `maxPendingBytes` and what does not fit is not cached, counted in
+///   `bucketfs_block_cache_dropped_total`. A `pwrite` into the page cache
+///   keeps up with a loopback download (docs/performance.md), so the
+///   bound is reached only when the disk's writeback throttles the writer.
 public final class BlockCache: Sendable {
     public struct Key: Hashable, Sendable, CustomStringConvertible {
         public var objectName: String
@@ -36,19 +51,22 @@ public final class BlockCache: Sendable {
             self.index = index
         }
 
-        /// What the file stores to prove whose block it is.
+        /// What a slot's header stores to prove whose block it holds.
         var stored: String { "\(generation)\n\(index)\n\(objectName)" }
-        var fileName: String { BlockFile.fileName(for: stored) }
+
+        /// The key a header stored; nil if it is not one.
+        init?(stored: String) {
+            let parts = stored.split(separator: "\n", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3, let generation = Int64(parts[0]), let index = Int64(parts[1]) else { return nil }
+            self.init(objectName: String(parts[2]), generation: generation, index: index)
+        }
+
         public var description: String { "\(objectName)#\(generation)[\(index)]" }
     }
 
-    private struct Index: Sendable {
-        var lru = LRUList<String>()
-        var sizes: [String: Int64] = [:]
-        var verified: Set<String> = []
-        var pending: [String: (key: Key, data: Data)] = [:]
-        var pendingBytes = 0
-        var used: Int64 = 0
+    private struct Queue: Sendable {
+        var blocks: [Key: Data] = [:]
+        var bytes = 0
     }
 
     public let directory: String
@@ -58,16 +76,18 @@ public final class BlockCache: Sendable {
     /// that is more, unless the caller sets it (tests).
     public let maxBlocks: Int
     public let blockSize: Int
-    /// Memory queued background writes may hold; beyond it `store` drops
-    /// blocks (only a missed optimisation) rather than let a disk slower
-    /// than the network grow memory without bound.
+    /// Memory queued background writes may hold; beyond it `store` does
+    /// not cache the blocks (counted) rather than make a FUSE reply wait
+    /// for the disk or let memory grow without bound.
     public let maxPendingBytes: Int
     private let logger: Logger
-    // Leaf lock; file I/O happens outside it.
-    private let index = OrderedLock("block cache index", Index())
+    private let files: ChunkFiles
+    // Leaf locks, never held together; file I/O happens outside them.
+    private let index: OrderedLock<BlockCacheIndex>
+    private let queue = OrderedLock("block cache write queue", Queue())
     /// Where queued blocks are written, one after another, off the
-    /// cooperative pool: a write blocks in open, write and rename, and the
-    /// pool has one thread per core.
+    /// cooperative pool: a write blocks in pwrite, and the pool has one
+    /// thread per core.
     private let writer: DispatchQueue
 
     /// `writer` is the serial queue background writes run on (tests pass
@@ -84,13 +104,16 @@ public final class BlockCache: Sendable {
         self.maxPendingBytes = maxPendingBytes
         self.writer = writer
         self.logger = logger
-        try FileManager.default.createDirectory(atPath: directory + "/blocks", withIntermediateDirectories: true)
-        let bound = self.maxBlocks
-        let victims = index.withLock { index in
-            index = Self.scan(directory + "/blocks")
-            return Self.evict(&index, capacity: capacity, maxBlocks: bound, keep: nil)
-        }
-        for name in victims { unlink(path(of: name)) }
+        self.files = ChunkFiles(directory: directory + "/chunks", blockSize: blockSize)
+        try files.prepare()
+        let scan = files.scan()
+        var loaded = BlockCacheIndex(capacity: capacity, maxBlocks: self.maxBlocks)
+        let victims = loaded.load(
+            found: scan.found.compactMap { item in Key(stored: item.header.key).map { (slot: item.slot, key: $0, header: item.header) } },
+            slotCount: scan.slotCount)
+        index = OrderedLock("block cache index", loaded)
+        punchAndFree(victims)
+        removeOldLayout()
     }
 
     /// The block count the index is bounded by when `capacity` holds fewer
@@ -98,69 +121,93 @@ public final class BlockCache: Sendable {
     /// blocks as the default 1 GiB holds full ones.
     public static let defaultMaxBlocks = 16_384
 
-    /// Bytes the cached blocks occupy (headers included).
+    /// Disk bytes the cached blocks occupy (headers included).
     public var usedBytes: Int64 { index.withLock { $0.used } }
-    public var blockCount: Int { index.withLock { $0.sizes.count } }
+    public var blockCount: Int { index.withLock { $0.entries.count } }
+
+    /// Disk bytes a block of `length` bytes takes.
+    public static func diskCost(ofLength length: Int) -> Int64 { ChunkFiles.cost(ofLength: length) }
 
     public func contains(_ key: Key) -> Bool {
-        let name = key.fileName
-        return index.withLock { $0.pending[name]?.key == key || $0.sizes[name] != nil }
+        if queue.withLock({ $0.blocks[key] != nil }) { return true }
+        return index.withLock { $0.entries[key] != nil }
     }
 
     /// Bytes `range` of block `key`, whose full length is `blockLength`;
     /// nil on a miss. Counts as a use for LRU.
     public func read(_ key: Key, range: Range<Int>, blockLength: Int) -> Data? {
         precondition(range.lowerBound >= 0 && range.upperBound <= blockLength)
-        let name = key.fileName
-        enum Look { case memory(Data), file(verified: Bool), miss }
-        let look: Look = index.withLock { index in
-            if let pending = index.pending[name], pending.key == key { return .memory(pending.data) }
-            guard index.sizes[name] != nil else { return .miss }
-            index.lru.touch(name)
-            return .file(verified: index.verified.contains(name))
-        }
-        let found: Data?
-        switch look {
-        case .miss:
-            found = nil
-        case .memory(let data):
-            found = data.count == blockLength ? data[(data.startIndex + range.lowerBound)..<(data.startIndex + range.upperBound)] : nil
-        case .file(let verified):
-            found = readFile(name, key: key, range: range, blockLength: blockLength, verified: verified)
-            if found == nil {
-                logger.debug("block cache: dropping unreadable or damaged block", metadata: ["block": "\(key)"])
-                remove(name)
-            }
-        }
+        let found = queued(key, range: range, blockLength: blockLength) ?? readSlot(key, range: range, blockLength: blockLength)
         (found == nil ? FileSystemMetrics.blockCacheMisses : FileSystemMetrics.blockCacheHits).increment()
         return found
     }
 
-    /// Writes a block now (temp file + rename), evicting old blocks.
+    private func queued(_ key: Key, range: Range<Int>, blockLength: Int) -> Data? {
+        guard let data = queue.withLock({ $0.blocks[key] }), data.count == blockLength else { return nil }
+        return data[(data.startIndex + range.lowerBound)..<(data.startIndex + range.upperBound)]
+    }
+
+    private func readSlot(_ key: Key, range: Range<Int>, blockLength: Int) -> Data? {
+        enum Look { case hit(BlockCacheIndex.Entry, UInt64), wrongLength(Int?), miss }
+        let look: Look = index.withLock { index in
+            guard let (entry, version) = index.lookUp(key) else { return .miss }
+            guard entry.length == blockLength else { return .wrongLength(index.remove(key)) }
+            return .hit(entry, version)
+        }
+        guard case .hit(let entry, let version) = look else {
+            if case .wrongLength(let slot?) = look { punchAndFree([slot]) }
+            return nil
+        }
+        if entry.verified {
+            let data = files.read(slot: entry.slot, range: range)
+            // A writer may have reused the slot while it was read.
+            return index.withLock { $0.isUnchanged(entry.slot, since: version) } ? data : nil
+        }
+        // First read in this process: the whole payload, once, checked.
+        let payload = files.read(slot: entry.slot, range: 0..<blockLength)
+        let intact = payload.map { BlockFile.checksum($0) == entry.checksum } ?? false
+        enum Outcome { case good, damaged(Int?), reused }
+        let outcome: Outcome = index.withLock { index in
+            guard index.isUnchanged(entry.slot, since: version) else { return .reused }
+            guard intact else { return .damaged(index.remove(key)) }
+            index.markVerified(key, slot: entry.slot)
+            return .good
+        }
+        switch outcome {
+        case .good:
+            guard let payload else { return nil }  // not intact then
+            // A slice, not a copy: a whole-block read returns the payload as is.
+            return range.count == blockLength ? payload : payload[(payload.startIndex + range.lowerBound)..<(payload.startIndex + range.upperBound)]
+        case .damaged(let slot):
+            logger.debug("block cache: dropping unreadable or damaged block", metadata: ["block": "\(key)"])
+            if let slot { punchAndFree([slot]) }
+            return nil
+        case .reused:
+            return nil
+        }
+    }
+
+    /// Writes a block now (payload, then header, into a slot), evicting
+    /// old blocks.
     public func write(_ key: Key, _ data: Data) {
-        let name = key.fileName
-        let header = BlockFile.encodeHeader(key: key.stored, payload: data)
-        let size = Int64(header.count + data.count)
-        guard size <= capacity else { return }
-        let folder = directory + "/blocks/" + name.prefix(2)
-        let temporary = "\(folder)/\(name).\(UInt64.random(in: 0...UInt64.max)).tmp"
-        mkdir(folder, 0o700)
-        guard BlockFile.write(path: temporary, header: header, payload: data),
-            rename(temporary, path(of: name)) == 0
+        let cost = ChunkFiles.cost(ofLength: data.count)
+        guard data.count <= blockSize, cost <= capacity else { return }
+        guard let reservation = index.withLock({ $0.reserve(key, cost: cost) }) else { return }
+        punchAndFree(reservation.victims)
+        let checksum = BlockFile.checksum(data)
+        guard let header = BlockFile.encodeHeader(key: key.stored, sequence: reservation.sequence, payload: data),
+            files.write(slot: reservation.slot, header: header, payload: data)
         else {
             logger.warning("block cache: cannot write block", metadata: ["block": "\(key)", "errno": "\(errno)"])
-            unlink(temporary)
+            punchAndFree([index.withLock { $0.writeFailed(reservation) }])
             return
         }
-        let victims = index.withLock { index in
-            if let old = index.sizes[name] { index.used -= old }
-            index.sizes[name] = size
-            index.used += size
-            index.verified.insert(name)
-            index.lru.touch(name)
-            return Self.evict(&index, capacity: capacity, maxBlocks: maxBlocks, keep: name)
+        // A shorter block than the slot held before: its old tail goes.
+        let tailPunched = reservation.previousExtent > cost && files.punch(slot: reservation.slot, from: cost)
+        let replaced = index.withLock {
+            $0.published(key, reservation, cost: cost, length: data.count, checksum: checksum, tailPunched: tailPunched)
         }
-        for victim in victims { unlink(path(of: victim)) }
+        if let replaced { punchAndFree([replaced]) }
     }
 
     /// Queues a block for writing in the background; it is readable from
@@ -173,33 +220,35 @@ public final class BlockCache: Sendable {
     /// the background, all readable from memory at once. The queue is
     /// charged the whole buffer (the blocks are slices of it and keep all
     /// of it alive until written), so `maxPendingBytes` bounds the memory
-    /// it really holds. A full queue drops the blocks: they are downloaded
-    /// again when next read (a re-read streams just the missing ones,
-    /// see `FileReader`), and memory stays bounded when the disk is slower
-    /// than the network.
+    /// it really holds. Never waits: a full queue does not cache the blocks
+    /// (they are downloaded again when next read: a re-read streams just
+    /// the missing ones, see `FileReader`) and counts them in
+    /// `bucketfs_block_cache_dropped_total`.
     public func store(blocks: [(key: Key, range: Range<Int>)], of buffer: Data) {
         let cost = buffer.count
-        let queued = index.withLock { index -> [(key: Key, data: Data)] in
-            guard index.pendingBytes + cost <= maxPendingBytes else { return [] }
+        let queued = queue.withLock { queue -> [(key: Key, data: Data)]? in
+            guard queue.bytes + cost <= maxPendingBytes else { return nil }
             var queued: [(key: Key, data: Data)] = []
-            for (key, range) in blocks where index.pending[key.fileName] == nil {
+            for (key, range) in blocks where queue.blocks[key] == nil {
                 let data = buffer[(buffer.startIndex + range.lowerBound)..<(buffer.startIndex + range.upperBound)]
-                index.pending[key.fileName] = (key, data)
+                queue.blocks[key] = data
                 queued.append((key, data))
             }
-            if !queued.isEmpty { index.pendingBytes += cost }
+            if !queued.isEmpty { queue.bytes += cost }
             return queued
         }
-        guard !queued.isEmpty else {
-            logger.trace("block cache: write queue full or blocks queued; not caching", metadata: ["blocks": "\(blocks.count)"])
+        guard let queued else {
+            FileSystemMetrics.blockCacheDropped.increment(by: blocks.count)
+            logger.debug("block cache: write queue full; not caching", metadata: ["blocks": "\(blocks.count)", "queued bytes": "\(maxPendingBytes)"])
             return
         }
+        guard !queued.isEmpty else { return }
         writer.async { [self] in
             for (key, data) in queued {
                 write(key, data)
-                index.withLock { _ = $0.pending.removeValue(forKey: key.fileName) }
+                queue.withLock { _ = $0.blocks.removeValue(forKey: key) }
             }
-            index.withLock { $0.pendingBytes -= cost }
+            queue.withLock { $0.bytes -= cost }
         }
     }
 
@@ -212,77 +261,33 @@ public final class BlockCache: Sendable {
         }
     }
 
-    // MARK: - Files
-
-    private func path(of name: String) -> String {
-        "\(directory)/blocks/\(name.prefix(2))/\(name)"
+    /// The chunk file and offset of the slot holding `key` (tests,
+    /// diagnostics); the payload starts `BlockFile.headerSize` after it.
+    func location(of key: Key) -> (path: String, offset: Int64)? {
+        index.withLock { $0.entries[key]?.slot }.map { files.location(ofSlot: $0) }
     }
 
-    private func readFile(_ name: String, key: Key, range: Range<Int>, blockLength: Int, verified: Bool) -> Data? {
-        let fd = open(path(of: name), O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        guard let header = BlockFile.readHeader(fd, key: key.stored), header.payloadLength == Int64(blockLength) else { return nil }
-        if verified {
-            return BlockFile.readExactly(fd, count: range.count, at: header.payloadOffset + Int64(range.lowerBound))
+    // MARK: - Slots
+
+    /// Punches `slots` (evicted, replaced or damaged) and frees them.
+    private func punchAndFree(_ slots: [Int]) {
+        for slot in slots {
+            let emptied = files.punch(slot: slot)
+            index.withLock { $0.freed(slot, emptied: emptied) }
         }
-        guard let payload = BlockFile.readExactly(fd, count: blockLength, at: header.payloadOffset),
-            BlockFile.checksum(payload) == header.checksum
-        else { return nil }
-        index.withLock { _ = $0.verified.insert(name) }
-        // A slice, not a copy: a whole-block read returns the payload as is.
-        return range.count == blockLength ? payload : payload[(payload.startIndex + range.lowerBound)..<(payload.startIndex + range.upperBound)]
     }
 
-    private func remove(_ name: String) {
-        let known = index.withLock { index -> Bool in
-            guard let size = index.sizes.removeValue(forKey: name) else { return false }
-            index.used -= size
-            index.lru.remove(name)
-            index.verified.remove(name)
-            return true
-        }
-        if known { unlink(path(of: name)) }
-    }
-
-    /// Removes least-recent entries until under `capacity` bytes and
-    /// `maxBlocks` blocks; returns their names for the caller to unlink
-    /// outside the lock. A reader that has the file open keeps reading it
-    /// (POSIX unlink semantics).
-    private static func evict(_ index: inout Index, capacity: Int64, maxBlocks: Int, keep: String?) -> [String] {
-        var victims: [String] = []
-        while index.used > capacity || index.sizes.count > maxBlocks, let oldest = index.lru.leastRecent, oldest != keep {
-            index.lru.remove(oldest)
-            index.used -= index.sizes.removeValue(forKey: oldest) ?? 0
-            index.verified.remove(oldest)
-            victims.append(oldest)
-        }
-        return victims
-    }
-
-    private static func scan(_ root: String) -> Index {
-        var found: [(name: String, size: Int64, modified: Date)] = []
-        let manager = FileManager.default
-        for folder in (try? manager.contentsOfDirectory(atPath: root)) ?? [] {
-            let folderPath = root + "/" + folder
-            for file in (try? manager.contentsOfDirectory(atPath: folderPath)) ?? [] {
-                let filePath = folderPath + "/" + file
-                if file.hasSuffix(".tmp") {
-                    unlink(filePath)  // a write interrupted by a crash
-                    continue
-                }
-                guard let attributes = try? manager.attributesOfItem(atPath: filePath),
-                    let size = (attributes[.size] as? NSNumber)?.int64Value
-                else { continue }
-                found.append((file, size, attributes[.modificationDate] as? Date ?? .distantPast))
+    /// The one-file-per-block folder an earlier version left: never read,
+    /// removed in the background (it may hold thousands of files).
+    private func removeOldLayout() {
+        let old = directory + "/blocks"
+        guard FileManager.default.fileExists(atPath: old) else { return }
+        writer.async { [logger] in
+            do {
+                try FileManager.default.removeItem(atPath: old)
+            } catch {
+                logger.warning("block cache: cannot remove the old block folder", metadata: ["folder": "\(old)", "cause": "\(error)"])
             }
         }
-        var index = Index()
-        for entry in found.sorted(by: { $0.modified < $1.modified }) {
-            index.lru.touch(entry.name)
-            index.sizes[entry.name] = entry.size
-            index.used += entry.size
-        }
-        return index
     }
 }

@@ -9,6 +9,8 @@ import CoreMetrics
 /// - `bucketfs_block_cache_hits_total`, `bucketfs_block_cache_misses_total`:
 ///   lookups of a block in the on-disk block cache; a block read-ahead
 ///   downloads because the cache lacks it is a miss too.
+/// - `bucketfs_block_cache_dropped_total`: downloaded blocks not cached
+///   because the cache's write queue was full (the disk fell behind).
 ///
 /// Gauges (cache size, read-ahead in use, uploads in flight, recovery
 /// entries) are read from `FileSystem.status()` when scraped. The counters
@@ -18,4 +20,5 @@ enum FileSystemMetrics {
     static let writtenBytes = Counter(label: "bucketfs_written_bytes_total")
     static let blockCacheHits = Counter(label: "bucketfs_block_cache_hits_total")
     static let blockCacheMisses = Counter(label: "bucketfs_block_cache_misses_total")
+    static let blockCacheDropped = Counter(label: "bucketfs_block_cache_dropped_total")
 }

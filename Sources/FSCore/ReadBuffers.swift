@@ -32,9 +32,9 @@ final class ReadBuffers: Sendable {
 
     /// A buffer for `count` bytes: one of the pool's (its size class, so
     /// `size` may be larger) when the pool serves that size, else exactly
-    /// `count` bytes from malloc. Nil only if malloc fails.
+    /// `count` bytes. Nil only if allocation fails.
     func allocate(_ count: Int) -> (pointer: UnsafeMutableRawPointer, size: Int)? {
-        guard serves(count) else { return malloc(count).map { ($0, count) } }
+        guard serves(count) else { return Self.pageAligned(count).map { ($0, count) } }
         let size = sizeClass(for: count)
         return (take(size), size)
     }
@@ -63,7 +63,20 @@ final class ReadBuffers: Sendable {
             idle.bytes -= size
             return pointer
         }
-        return reused ?? malloc(size)!
+        return reused ?? Self.pageAligned(size)!
+    }
+
+    /// `size` bytes from malloc, page-aligned when a page or more. The
+    /// kernel's copies between these buffers and the page cache (a pread
+    /// from the block cache, a pwrite into it) or a FUSE reply's pages run
+    /// 4-5 times slower when the buffer is not aligned like the page: on
+    /// the 2-core AMD EPYC test machine a 1 MiB pread ran at 1.6 GB/s into
+    /// malloc's buffer (16 bytes past a page) and at 7-8 GB/s into an
+    /// aligned one. Freed with `free` either way.
+    static func pageAligned(_ size: Int) -> UnsafeMutableRawPointer? {
+        guard size >= 4096 else { return malloc(size) }
+        var pointer: UnsafeMutableRawPointer?
+        return posix_memalign(&pointer, 4096, size) == 0 ? pointer : nil
     }
 
     private func recycle(_ pointer: UnsafeMutableRawPointer, _ size: Int) {

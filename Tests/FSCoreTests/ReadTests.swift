@@ -195,9 +195,15 @@ struct ReadTests {
         // Blocks 5, 6 and 13 are gone (a full write queue dropped them, or
         // they were evicted); the next mount's sequential read streams
         // just those, and reads the other 22 from the cache.
-        for index: Int64 in [5, 6, 13] {
-            let name = BlockCache.Key(objectName: "f", generation: info.generation, index: index).fileName
-            #expect(unlink("\(dir)/blocks/\(name.prefix(2))/\(name)") == 0)
+        do {
+            let cache = try BlockCache(directory: dir, capacity: 1 << 30)
+            for index: Int64 in [5, 6, 13] {
+                let slot = try #require(cache.location(of: BlockCache.Key(objectName: "f", generation: info.generation, index: index)))
+                // A zeroed header: the slot reads as empty at the next start.
+                let fd = open(slot.path, O_WRONLY)
+                #expect(pwrite(fd, [UInt8](repeating: 0, count: BlockFile.headerSize), BlockFile.headerSize, off_t(slot.offset)) == BlockFile.headerSize)
+                close(fd)
+            }
         }
         let store = RangeRecordingStore(inner: inner)
         let clock = ManualClock()

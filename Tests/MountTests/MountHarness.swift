@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Transport
+import FSCore
 #if canImport(Glibc)
 import Glibc
 import TestSupport
@@ -623,11 +624,11 @@ final class Mount: @unchecked Sendable {
     /// Runs a tool on a path inside the mount ("" is the root).
     func at(_ relative: String) -> String { relative.isEmpty ? path : path + "/" + relative }
 
-    /// The block files in the cache directory (`blocks/xx/<hash>`; no
-    /// temporary files of unfinished writes).
-    func blockFiles() -> [String] {
-        (FileManager.default.subpaths(atPath: cacheDir + "/blocks") ?? [])
-            .filter { $0.split(separator: "/").count == 2 && !$0.hasSuffix(".tmp") }
+    /// How many blocks the next mount on this cache directory finds in its
+    /// block cache: the cache opened as a mount opens it (call it only
+    /// when no mount uses the directory).
+    func cachedBlockCount() throws -> Int {
+        try BlockCache(directory: cacheDir, capacity: 1 << 40).blockCount
     }
 }
 

@@ -107,7 +107,7 @@ extension MountTests {
             // The block is written in the background; the mount must finish
             // that before it exits, or the second mount finds no block (and,
             // its read served by read-ahead, counted neither hit nor miss).
-            #expect(first.blockFiles().count == 1, "\(first.blockFiles())")
+            #expect(try first.cachedBlockCount() == 1)
             let port = try freePort()
             let second = try await Mount.start(
                 endpoint: try MountEnv.emulator(), prefix: prefix, options: ["--metrics-address", "127.0.0.1:\(port)"],

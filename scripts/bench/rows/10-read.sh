@@ -150,11 +150,12 @@ read_round() {
         # A block the cold read could not cache (its write queue was full:
         # the disk took the blocks slower than the network gave them) is
         # a download again in the re-read; the cell says how many blocks
-        # the cache held when it is not all of them.
-        cached="$(find "$cache/blocks" -type f | wc -l)"
-        log "block cache before the re-read: $cached block files of $BIG_MIB"
+        # the cache held when it is not all of them (as the new mount's
+        # status counts them: it reads the cache's index at start).
         CUR_COL=bucketfs
         mount_bucketfs "re$name" "$BASE" "$cache" "${BUCKETFS_FLAGS[@]}" || { fail_cells "$col" "mount failed" reread_block; unmount_current; return 0; }
+        cached="$("$BIN" status "$CUR_MP" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["filesystem"]["caches"]["blockCacheBlocks"])' || echo 0)"
+        log "block cache before the re-read: $cached blocks of $BIG_MIB"
     else
         mount_column "$col" "re$name" || { fail_cells "$col" "mount failed" reread_block; unmount_current; return 0; }
     fi

@@ -88,7 +88,7 @@ enum Settings {
         help: "Files of at least this size (MiB, or with KiB/MiB/GiB) are uploaded as parts side by side, then composed into the object (off or 0: never). Not on Firebase sign-ins, nor in a bucket with a retention policy; see docs/performance.md.")
     static let parallelUploadParts = Setting<Int>(
         "parallel-upload-parts", "N", default: 8,
-        help: "Parts (and requests in flight) of a parallel upload, 1 to 1024; fewer for files that would make parts under 8 MiB.")
+        help: "Parts of a parallel upload, 1 to 1024, sent up to 32 at a time; fewer for files that would make parts under 8 MiB.")
     static let listingStatWidth = Setting<Int>(
         "listing-stat-width", default: 16, hidden: true, help: "Attribute lookups one listing may run at once.")
 

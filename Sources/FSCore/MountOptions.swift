@@ -68,8 +68,8 @@ public struct MountOptions: Sendable, Equatable {
     /// A staged file of at least this many bytes goes up as parts side by
     /// side, composed into the object (`ParallelUpload`); 0: never.
     public var parallelUploadThreshold: Int64
-    /// How many parts (and requests in flight) a parallel upload has at
-    /// most; fewer when parts would be smaller than `parallelUploadMinPartSize`.
+    /// How many parts a parallel upload has at most (sent up to 32 at a
+    /// time); fewer when parts would be smaller than `parallelUploadMinPartSize`.
     public var parallelUploadParts: Int
     public var parallelUploadMinPartSize: Int64
 

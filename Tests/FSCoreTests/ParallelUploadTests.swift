@@ -121,7 +121,23 @@ import StorageKit
     }
 
     @Test func aFailedPartLeavesNoObjectAndKeepsTheBytes() async throws {
-        try await expectFailure(at: .putRegion, .permissionDenied("403 on one part"), errno: EACCES)
+        try await expectFailure(at: .putRegion, .other("500 on one part"), errno: EIO)
+    }
+
+    @Test func partsRefusedByPermissionsTurnParallelUploadsOffForTheMount() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache))
+        // Credentials allowed to write the mounted names only.
+        h.store.setFaultHook { _, name in name.hasPrefix(PathRules.partsPrefix) ? .permissionDenied("403 outside the prefix") : nil }
+        let first = bytes(100_000, seed: 13), second = bytes(100_000, seed: 14)
+        try await write(h, "first.bin", first)
+        try await write(h, "second.bin", second)
+        #expect(h.store.data(of: "first.bin") == first && h.store.data(of: "second.bin") == second)
+        #expect(h.store.requestCount(.put) == 2, "each a single upload")
+        #expect(h.store.requestCount(.compose) == 0)
+        #expect(h.store.requestCount(.putRegion) <= 8, "parts tried for the first file only")
+        #expect(recovered(cache).isEmpty)
     }
 
     @Test func aFailedComposeLeavesNoObjectAndKeepsTheBytes() async throws {

@@ -59,6 +59,12 @@ struct ObjectUploader: Sendable {
         }
         do {
             return .success(try await putPatiently(plan, inParts: inParts))
+        } catch where inParts && parallel.fallsBack(after: error) {
+            do {
+                return .success(try await putPatiently(plan, inParts: false))
+            } catch {
+                return .failure(error)
+            }
         } catch {
             return .failure(error)
         }

@@ -6,7 +6,7 @@ import Synchronization
 /// Parallel composite uploads, as gcloud makes them
 /// (https://cloud.google.com/storage/docs/parallel-composite-uploads): a
 /// staged file of at least `MountOptions.parallelUploadThreshold` bytes
-/// goes up as up to `parallelUploadParts` parts side by side, each a
+/// goes up as up to `parallelUploadParts` parts, 32 at a time, each a
 /// temporary object under `PathRules.partsPrefix` at the bucket's root
 /// sent with its CRC-32C, then `compose` (at most 32 sources a call, so
 /// more parts are composed into intermediate objects first) makes the
@@ -23,9 +23,11 @@ import Synchronization
 /// and tried again before the next parallel upload.
 ///
 /// The mount turns it off by itself where it cannot work: a store without
-/// compose (Firebase's v0 API) and a bucket with a retention policy (its
+/// compose (Firebase's v0 API), a bucket with a retention policy (its
 /// temporary objects could not be deleted), which is asked once, at the
-/// first upload that would use it.
+/// first upload that would use it, and credentials refused the temporary
+/// objects (an IAM condition on the mounted prefix): then that upload, and
+/// every later one, is a single upload.
 final class ParallelUploads: Sendable {
     let store: any ObjectStore
     let threshold: Int64
@@ -36,14 +38,16 @@ final class ParallelUploads: Sendable {
     /// Sources one compose request takes at most (Cloud Storage's limit).
     static let composeLimit = 32
 
-    private enum Retention: Sendable {
+    /// Whether parallel uploads work in this bucket, as far as known.
+    private enum Availability: Sendable {
         case unknown
-        case allowsDeletes
-        case blocks(seconds: Int64)
+        case available
+        case retentionPolicy(seconds: Int64)
+        case partsRefused
     }
 
     private struct State: Sendable {
-        var retention = Retention.unknown
+        var availability = Availability.unknown
         /// Temporary objects whose delete failed.
         var leftovers: Set<String> = []
     }
@@ -64,8 +68,10 @@ final class ParallelUploads: Sendable {
     func wouldTake(size: Int64) -> Bool {
         guard threshold > 0, size >= threshold, partCount(size) > 1 else { return false }
         return state.withLock { s in
-            if case .blocks = s.retention { return false }
-            return true
+            switch s.availability {
+            case .unknown, .available: return true
+            case .retentionPolicy, .partsRefused: return false
+            }
         }
     }
 
@@ -76,25 +82,39 @@ final class ParallelUploads: Sendable {
     /// the bucket has no retention policy (asked once).
     func takes(size: Int64) async -> Bool {
         guard wouldTake(size: size) else { return false }
-        guard case .unknown = state.withLock({ $0.retention }) else { return true }
-        let retention: Retention
+        guard case .unknown = state.withLock({ $0.availability }) else { return true }
+        let availability: Availability
         do {
-            retention = try await store.retentionPeriod().map { .blocks(seconds: $0) } ?? .allowsDeletes
+            availability = try await store.retentionPeriod().map { .retentionPolicy(seconds: $0) } ?? .available
         } catch where error.isTransient {
             return true  // asked again next time
         } catch {
             // Credentials that may write objects need not read the bucket's
             // metadata; a policy would then show as leftovers in status.
             logger.info("bucket metadata unreadable; parallel uploads stay on", metadata: ["cause": "\(error)"])
-            retention = .allowsDeletes
+            availability = .available
         }
-        state.withLock { $0.retention = retention }
-        if case .blocks(let seconds) = retention {
+        state.withLock { $0.availability = availability }
+        if case .retentionPolicy(let seconds) = availability {
             logger.notice("parallel uploads off: the bucket has a retention policy, so temporary parts could not be deleted", metadata: [
                 "retention": "\(seconds) s",
             ])
             return false
         }
+        return true
+    }
+
+    /// A parallel upload failed with `error`: whether the file should go up
+    /// as a single upload instead. Permission refused is taken for the
+    /// temporary objects' (credentials limited to the mounted prefix), and
+    /// turns parallel uploads off for this mount; if it was the object's,
+    /// the single upload fails the same way.
+    func fallsBack(after error: StoreError) -> Bool {
+        guard case .permissionDenied = error else { return false }
+        state.withLock { $0.availability = .partsRefused }
+        logger.warning("parallel uploads off: temporary parts refused; uploading whole files", metadata: [
+            "prefix": "\(PathRules.partsPrefix)", "cause": "\(error)",
+        ])
         return true
     }
 
@@ -189,7 +209,7 @@ final class ParallelUploads: Sendable {
     private func uploadParts(_ path: String, size: Int64, _ run: PartNames, made: inout [String]) async throws(StoreError) -> [Piece] {
         let ranges = partRanges(size)
         let store = self.store
-        let results = await boundedConcurrently(Array(ranges.enumerated()), width: ranges.count) { (index, range) throws(StoreError) -> Piece in
+        let results = await boundedConcurrently(Array(ranges.enumerated()), width: min(ranges.count, Self.composeLimit)) { (index, range) throws(StoreError) -> Piece in
             if Task.isCancelled { throw .cancelled }
             let name = run.part(index)
             let crc: UInt32
@@ -216,7 +236,7 @@ final class ParallelUploads: Sendable {
                 Array(sources[$0..<min(sources.count, $0 + Self.composeLimit)])
             }
             let thisLevel = level
-            let results = await boundedConcurrently(Array(groups.enumerated()), width: groups.count) { (index, group) throws(StoreError) -> Piece in
+            let results = await boundedConcurrently(Array(groups.enumerated()), width: min(groups.count, Self.composeLimit)) { (index, group) throws(StoreError) -> Piece in
                 let whole = Piece.concatenation(group, name: run.intermediate(level: thisLevel, index))
                 _ = try await store.compose(
                     group.map(\.name), into: whole.name, options: PutOptions(ifGenerationMatch: 0),

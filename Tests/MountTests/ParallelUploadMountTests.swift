@@ -1,6 +1,7 @@
 import Foundation
 import StorageKit
 import Testing
+import Transport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,6 +59,105 @@ extension MountTests {
             let ls = try await Tools.run("/bin/ls", ["-A", mount.path])
             #expect(ls.lines == ["model.json", "small.bin"], "\(ls.out)")
         }
+
+        // Through our own fake (Tests/Servers/fake_gcs.py), which checks
+        // compose's preconditions, keeps retention policies and injects
+        // faults; fake-gcs-server and gcp-storage-emulator ignore compose's
+        // ifGenerationMatch (ComposeTests).
+
+        /// A bucket of its own on fake_gcs.py, a mount of it with a 4 MiB
+        /// threshold, and 16 MiB to copy in (2 parts of 8 MiB).
+        static func fakeSetUp(_ label: String, options: [String] = []) async throws -> (DirectGCS, Mount, String, Data) {
+            let gcs = try DirectGCS.fake(bucket: "mt-\(label)-\(UUID().uuidString.prefix(8).lowercased())")
+            let scratch = try Scratch.directory()
+            let mount = try await Mount.start(
+                endpoint: try MountEnv.fake(), bucket: gcs.bucket, prefix: "", options: ["-o", "parallel-upload-threshold=4MiB"] + options,
+                cacheDir: scratch + "/cache")
+            let data = MountEnv.pattern(16 << 20, seed: 43)
+            try data.write(to: URL(fileURLWithPath: scratch + "/big.bin"))
+            return (gcs, mount, scratch, data)
+        }
+
+        static func recovered(_ scratch: String, _ gcs: DirectGCS) -> Data? {
+            FileManager.default.contents(atPath: "\(scratch)/cache/recovery/\(gcs.bucket)/big.bin")
+        }
+
+        // Checks semantics.md#parallel-uploads
+        @Test("the object written by someone else while the parts go up: the compose's precondition fails, cp sees ESTALE, theirs stays", .timeLimit(.minutes(3)))
+        func conflictAtCompose() async throws {
+            let (gcs, mount, scratch, data) = try await Self.fakeSetUp("pconflict")
+            defer {
+                mount.cleanup()
+                Scratch.remove(scratch)
+            }
+            // The first part's answer comes 2 s late; meanwhile another
+            // writer stores the object (after the mount checked it was absent).
+            try await gcs.fault(["method": "POST", "path_contains": "uploadType=multipart&ifGenerationMatch=0", "stall_seconds": 2])
+            async let copy = Tools.run("/bin/cp", [scratch + "/big.bin", mount.at("big.bin")])
+            let theirs = Data("the other writer's version\n".utf8)
+            var seen = false
+            for _ in 0..<100 where !seen {
+                seen = try await gcs.requests().contains { $0.method == "POST" && $0.query.contains("uploadType=multipart&ifGenerationMatch=0") }
+                if !seen { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(seen, "no part upload seen\nlog:\n\(mount.logTail())")
+            try await gcs.put("big.bin", theirs)
+            let cp = try await copy
+            #expect(!cp.ok && cp.stderr.contains("Stale file handle"), "\(cp.summary)\nlog:\n\(mount.logTail())")
+            let requests = try await gcs.requests()
+            #expect(requests.contains { $0.method == "POST" && $0.decodedPath.hasSuffix("/o/big.bin/compose") }, "the compose itself was refused")
+            try await ObjectChecks.expect(gcs, "big.bin", holds: theirs, "the other writer's object must be intact")
+            #expect(try await gcs.list(prefix: ".bucketfs-parts/").isEmpty, "parts deleted")
+            let kept = Self.recovered(scratch, gcs) == data
+            #expect(kept, "the bytes are in the recovery folder")
+        }
+
+        @Test("a compose that fails: cp sees EIO, no object, no part left, the bytes in the recovery folder", .timeLimit(.minutes(3)))
+        func composeFails() async throws {
+            let (gcs, mount, scratch, data) = try await Self.fakeSetUp(
+                "pfail", options: ["--retry-attempts", "1", "--upload-retry-time", "0", "--recovery-retry-interval", "0"])
+            defer {
+                mount.cleanup()
+                Scratch.remove(scratch)
+            }
+            try await gcs.fault(["method": "POST", "path_contains": "/compose", "status": 503, "count": 10])
+            let cp = try await Tools.run("/bin/cp", [scratch + "/big.bin", mount.at("big.bin")])
+            #expect(!cp.ok && cp.stderr.contains("Input/output error"), "\(cp.summary)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expectGone(gcs, "big.bin", "no partial object")
+            #expect(try await gcs.list(prefix: "").isEmpty, "parts deleted")
+            let kept = Self.recovered(scratch, gcs) == data
+            #expect(kept, "the bytes are in the recovery folder")
+        }
+
+        @Test("a bucket with a retention policy: the usual single upload, no part", .timeLimit(.minutes(3)))
+        func retentionPolicyKeepsTheSingleUpload() async throws {
+            let gcs = try DirectGCS.fake(bucket: "mt-retention-\(UUID().uuidString.prefix(8).lowercased())")
+            try await gcs.control("/_retention", ["bucket": gcs.bucket, "seconds": 3600])
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            let mount = try await Mount.start(
+                endpoint: try MountEnv.fake(), bucket: gcs.bucket, prefix: "", options: ["-o", "parallel-upload-threshold=4MiB"])
+            defer { mount.cleanup() }
+            let data = MountEnv.pattern(16 << 20, seed: 44)
+            try data.write(to: URL(fileURLWithPath: scratch + "/big.bin"))
+            let cp = try await Tools.run("/bin/cp", [scratch + "/big.bin", mount.at("big.bin")])
+            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(gcs, "big.bin", holds: data, "a single upload keeps its MD5")
+            let requests = try await gcs.requests().filter { $0.path.contains("/b/\(gcs.bucket)") }
+            #expect(!requests.contains { $0.path.hasSuffix("/compose") }, "\(requests)")
+            #expect(requests.contains { $0.method == "GET" && $0.path == "/storage/v1/b/\(gcs.bucket)" }, "the bucket's metadata was read")
+            #expect(mount.logTail(200).contains("retention policy"), "the mount says why\nlog:\n\(mount.logTail())")
+        }
+    }
+}
+
+extension DirectGCS {
+    /// fake_gcs.py only: a control request (`POST /_retention` and the like).
+    func control(_ path: String, _ spec: [String: Any]) async throws {
+        let response = try await Self.transport.send(HTTPRequest(
+            method: .post, url: base + path, headers: ["Content-Type": "application/json"],
+            body: .bytes(try JSONSerialization.data(withJSONObject: spec)), isIdempotent: false))
+        guard response.isSuccess else { throw HarnessError("POST \(path) answered \(response.status)") }
     }
 }
 

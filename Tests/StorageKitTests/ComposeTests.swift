@@ -107,6 +107,30 @@ import Transport
         #expect(try await raw.media("\(prefix)/taken") == Data("new".utf8), "if this fails, the server checks the precondition now: test the conflict through a mount")
     }
 
+    /// fake_gcs.py checks compose's preconditions; its fault stores the
+    /// composite and loses the answer (503), so the resend meets the
+    /// object it made and fails ifGenerationMatch=0.
+    @Test func aResentComposeThatMeetsItsOwnObjectSucceeds() async throws {
+        let bucket = "sk-compose-\(UUID().uuidString.prefix(8).lowercased())"
+        let raw = try RawGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
+        let storage = try TestEnv.fake(bucket: bucket)
+        let data = Data("parts of a whole".utf8)
+        let part = storage.reference().child(".parts/0")
+        _ = try await part.putDataAsync(data)
+        let destination = storage.reference().child("whole.bin")
+        try await raw.post("/_faults", json: ["method": "POST", "path_contains": "/compose", "status": 503, "apply": true])
+        let composed = try await destination.compose([part], ifGenerationMatch: 0, expectedCRC32C: ObjectHashes.of(data).crc32c, expectedSize: Int64(data.count))
+        #expect(composed.size == Int64(data.count))
+        #expect(try await raw.media("whole.bin") == data)
+        let composes = try await raw.requests().filter { ($0["path"] as? String)?.hasSuffix("/compose") == true }
+        #expect(composes.count == 2, "the first answer lost, the resend refused by the precondition")
+
+        // Without the expected checksum the 412 is someone else's object.
+        let other = storage.reference().child("other.bin")
+        try await raw.post("/_faults", json: ["method": "POST", "path_contains": "/compose", "status": 503, "apply": true])
+        await #expect(throws: StorageError.self) { try await other.compose([part], ifGenerationMatch: 0) }
+    }
+
     @Test func composeTakesOneTo32Sources() async throws {
         let storage = try TestEnv.fake()
         let destination = storage.reference().child("d")
@@ -124,6 +148,15 @@ import Transport
             let first = CRC32C.checksum(data.prefix(cut)), second = CRC32C.checksum(data.dropFirst(cut))
             #expect(CRC32C.combine(first, second, lengthOfSecond: Int64(data.count - cut)) == CRC32C.checksum(data))
         }
+    }
+
+    @Test func aBucketsRetentionPeriodIsRead() async throws {
+        let bucket = "sk-retention-\(UUID().uuidString.prefix(8).lowercased())"
+        let raw = try RawGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
+        let storage = try TestEnv.fake(bucket: bucket)
+        #expect(try await storage.retentionPeriod() == nil)
+        try await raw.post("/_retention", json: ["bucket": bucket, "seconds": 86_400])
+        #expect(try await storage.retentionPeriod() == 86_400)
     }
 
     @Test func bucketsOfBothServersReportNoRetentionPolicy() async throws {

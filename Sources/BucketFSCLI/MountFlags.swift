@@ -55,6 +55,12 @@ struct FilesystemFlags: ParsableArguments {
     @Option(name: Settings.renameCopyLimit.long, help: Settings.renameCopyLimit.argumentHelp)
     var renameCopyLimitMiB: Int?
 
+    @Option(name: Settings.parallelUploadThreshold.long, help: Settings.parallelUploadThreshold.argumentHelp)
+    var parallelUploadThreshold: String?
+
+    @Option(name: Settings.parallelUploadParts.long, help: Settings.parallelUploadParts.argumentHelp)
+    var parallelUploadParts: Int?
+
     @Option(name: Settings.listingStatWidth.long, help: Settings.listingStatWidth.argumentHelp)
     var listingStatWidth: Int?
 
@@ -92,6 +98,15 @@ struct FilesystemFlags: ParsableArguments {
             throw CLIError.usage("retry times cannot be negative")
         }
         options.listingStatWidth = try settings.value(Settings.listingStatWidth, listingStatWidth)
+        let threshold = try settings.value(Settings.parallelUploadThreshold, parallelUploadThreshold)
+        guard let thresholdBytes = Self.parseSize(threshold) else {
+            throw CLIError.usage("--\(Settings.parallelUploadThreshold.name) \(threshold) is not a size (e.g. 64MiB, 512KiB, 1GiB) or off")
+        }
+        options.parallelUploadThreshold = thresholdBytes
+        options.parallelUploadParts = try settings.value(Settings.parallelUploadParts, parallelUploadParts)
+        guard (1...1024).contains(options.parallelUploadParts) else {
+            throw CLIError.usage("--\(Settings.parallelUploadParts.name) must be 1 to 1024")
+        }
         options.cacheDirectory = try settings.value(Settings.cacheDir, cacheDir, otherwise: "\(home ?? "/tmp")/.cache/bucketfs/\(bucket)")
         return options
     }
@@ -107,6 +122,19 @@ struct FilesystemFlags: ParsableArguments {
 
     func kernelReadAhead(_ settings: SettingsResolver) throws(CLIError) -> Int {
         try settings.value(Settings.kernelReadAhead, kernelReadAheadKiB)
+    }
+
+    /// Bytes of a size setting: a number of MiB, or with a unit (KiB, MiB,
+    /// GiB; K, M, G; B); "off" is 0. Nil for anything else.
+    static func parseSize(_ text: String) -> Int64? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if trimmed == "off" { return 0 }
+        let digits = trimmed.prefix { $0.isNumber }
+        guard let number = Int64(digits) else { return nil }
+        let units: [String: Int64] = ["": 1 << 20, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30]
+        guard let unit = units[String(trimmed.dropFirst(digits.count)).trimmingCharacters(in: .whitespaces)] else { return nil }
+        let (bytes, overflow) = number.multipliedReportingOverflow(by: unit)
+        return overflow ? nil : bytes
     }
 
     static func parseMode(_ text: String, _ name: String) throws(CLIError) -> UInt32 {

@@ -83,6 +83,12 @@ enum Settings {
     static let renameCopyLimit = Setting<Int>(
         "rename-copy-limit", "MiB", default: 64,
         help: "With a Firebase sign-in (no server-side copy), rename copies files up to this many MiB through bucketfs; larger files and directories are EXDEV (mv then copies and deletes).")
+    static let parallelUploadThreshold = Setting<String>(
+        "parallel-upload-threshold", "SIZE", default: "64MiB",
+        help: "Files of at least this size (MiB, or with KiB/MiB/GiB) are uploaded as parts side by side, then composed into the object (off or 0: never). Not on Firebase sign-ins, nor in a bucket with a retention policy; see docs/performance.md.")
+    static let parallelUploadParts = Setting<Int>(
+        "parallel-upload-parts", "N", default: 8,
+        help: "Parts of a parallel upload, 1 to 1024, sent up to 32 at a time; fewer for files that would make parts under 8 MiB.")
     static let listingStatWidth = Setting<Int>(
         "listing-stat-width", default: 16, hidden: true, help: "Attribute lookups one listing may run at once.")
 
@@ -133,7 +139,8 @@ enum Settings {
         firebaseAPIKey, firebaseEmail, firebasePasswordFile, firebaseRefreshTokenFile, firebaseCustomTokenFile,
         firebaseAnonymous, firebaseAuthEmulator,
         readOnly, cacheDir, retryPending, uploadRetryTime, recoveryRetryInterval, cacheSize, readAheadBudget,
-        kernelReadAhead, statTTL, negativeTTL, uid, gid, fileMode, dirMode, allowOther, renameCopyLimit, listingStatWidth,
+        kernelReadAhead, statTTL, negativeTTL, uid, gid, fileMode, dirMode, allowOther, renameCopyLimit,
+        parallelUploadThreshold, parallelUploadParts, listingStatWidth,
         foreground, logLevel, logFormat, metricsAddress, logFile, connectTimeout, stallTimeout, uploadChunkSize,
         retryAttempts, retryMaxTime, config, readyFD, mountedOn,
     ]

@@ -81,6 +81,10 @@ enum StatusText {
             let stopped = entry.retryStopped.map { "; not retried in the background: \($0)" } ?? "; retried in the background"
             lines.append("    \(entry.object)  \(bytes(entry.size))  saved \(entry.savedAt.formatted(.iso8601))  cause: \(entry.reason)\(stopped)")
         }
+        if !fs.leftoverParts.isEmpty {
+            lines.append("  parallel-upload parts not deleted yet: \(fs.leftoverParts.count)")
+            for name in fs.leftoverParts { lines.append("    gs://\(r.bucket)/\(name)") }
+        }
         let c = fs.caches
         lines.append("  block cache: \(bytes(c.blockCacheBytes)) of \(bytes(c.blockCacheCapacityBytes)) (\(c.blockCacheBlocks) blocks)")
         lines.append("  metadata: \(c.statEntries) names, \(c.listings) listings (\(c.listingEntries) entries), \(c.knownInodes) inodes")

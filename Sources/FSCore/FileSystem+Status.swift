@@ -43,6 +43,9 @@ public struct FileSystemStatus: Codable, Sendable, Equatable {
     public var pendingUploads: [PendingUpload]
     public var recovery: [RecoveryEntry]
     public var caches: Caches
+    /// Temporary parts of parallel uploads (object names) whose delete
+    /// failed; tried again before the next parallel upload.
+    public var leftoverParts: [String] = []
 }
 
 extension FileSystem {
@@ -80,7 +83,7 @@ extension FileSystem {
                 object: $0.entry.object, size: $0.entry.size, savedAt: $0.entry.savedAt, reason: $0.entry.reason,
                 retryStopped: $0.entry.retryStopped) }
             .sorted { $0.object < $1.object }
-        return FileSystemStatus(pendingUploads: pending, recovery: recovered, caches: caches)
+        return FileSystemStatus(pendingUploads: pending, recovery: recovered, caches: caches, leftoverParts: parallelUploads.leftovers)
     }
 
     /// What the kernel may still cache after `dropMetadataCaches`: names

@@ -104,11 +104,14 @@ extension FileSystem {
         }
         let baseReader = keepsBase ? base.map { makeReader(path, $0) } : nil
         let now = Timestamp(Date())
+        // A file that reaches the chunk size would go up in parts anyway
+        // (`ParallelUploads`): a stream would only be abandoned at close.
+        let streamChunk = parallelUploads.wouldTake(size: options.streamChunkSize) ? Int64.max : options.streamChunkSize
         // Its state is registered in `state`, discarded with it (`discard`).
         return state.withLock { s in
             StagedFile(
                 id: id, lock: state, in: &s, file: local, base: base, baseReader: baseReader,
-                blockSize: readAhead.blockSize, streamChunk: options.streamChunkSize, now: now, logger: logger)
+                blockSize: readAhead.blockSize, streamChunk: streamChunk, now: now, logger: logger)
         }
     }
 

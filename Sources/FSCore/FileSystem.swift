@@ -39,6 +39,8 @@ public final class FileSystem: FileSystemOperations {
     /// Uploads the recovery folder's entries again while mounted (nil
     /// without a recovery folder or with `recoveryRetryInterval` 0).
     var retrier: RecoveryRetrier? { recoveryStore?.retrier }
+    /// Large files' uploads in parts side by side, and their leftovers.
+    let parallelUploads: ParallelUploads
     /// See `setKernelCacheInvalidator` (nil: no kernel to tell, as in
     /// tests). A leaf lock: held only to read or set the closure.
     let kernelCacheInvalidator = OrderedLock<(@Sendable (KernelCacheEntries) -> Void)?>("kernel cache invalidator", nil)
@@ -111,6 +113,7 @@ public final class FileSystem: FileSystemOperations {
             RecoveryStore(cacheDirectory: $0, store: store, options: options, logger: logger)
         }
         self.recoveryStore = recoveryStore
+        self.parallelUploads = ParallelUploads(store: store, options: options, logger: logger)
         if let recoveryStore {
             self.stagingDirectory = recoveryStore.stagingDirectory
         } else {
@@ -174,6 +177,9 @@ public final class FileSystem: FileSystemOperations {
             throw FSError(.nameTooLong, "\(name.utf8.count) bytes, more than \(PathRules.maximumNameLength)")
         }
         let path = PathRules.join(parentRecord.path, name)
+        guard !PathRules.isReserved(objectName: objectName(path)) else {
+            throw FSError(invalidName, "\(objectName(path)) is reserved for the temporary parts of parallel uploads")
+        }
         guard objectName(path).utf8.count + reserve < PathRules.maximumObjectNameLength else {
             throw FSError(.nameTooLong, objectName(path))
         }

@@ -65,6 +65,13 @@ public struct MountOptions: Sendable, Equatable {
     /// On a store whose listings lack metadata (Firebase's v0), how many
     /// stats opendir runs at once to complete a listing.
     public var listingStatWidth: Int
+    /// A staged file of at least this many bytes goes up as parts side by
+    /// side, composed into the object (`ParallelUpload`); 0: never.
+    public var parallelUploadThreshold: Int64
+    /// How many parts a parallel upload has at most (sent up to 32 at a
+    /// time); fewer when parts would be smaller than `parallelUploadMinPartSize`.
+    public var parallelUploadParts: Int
+    public var parallelUploadMinPartSize: Int64
 
     public init(
         uid: UInt32 = getuid(), gid: UInt32 = getgid(),
@@ -77,7 +84,8 @@ public struct MountOptions: Sendable, Equatable {
         prefix: String = "", readOnly: Bool = false, bucket: String = "", streamChunkSize: Int64 = 64 << 20,
         uploadRetryWindow: TimeInterval = 120, recoveryRetryInterval: TimeInterval = 10,
         recoveryRetryMaxInterval: TimeInterval = 300,
-        renameCopyLimit: Int64 = 64 << 20, listingStatWidth: Int = 16
+        renameCopyLimit: Int64 = 64 << 20, listingStatWidth: Int = 16,
+        parallelUploadThreshold: Int64 = 64 << 20, parallelUploadParts: Int = 8, parallelUploadMinPartSize: Int64 = 8 << 20
     ) {
         self.uid = uid
         self.gid = gid
@@ -101,6 +109,9 @@ public struct MountOptions: Sendable, Equatable {
         self.recoveryRetryMaxInterval = max(recoveryRetryInterval, recoveryRetryMaxInterval)
         self.renameCopyLimit = renameCopyLimit
         self.listingStatWidth = max(1, listingStatWidth)
+        self.parallelUploadThreshold = max(0, parallelUploadThreshold)
+        self.parallelUploadParts = max(1, parallelUploadParts)
+        self.parallelUploadMinPartSize = max(1, parallelUploadMinPartSize)
     }
 
     /// The prefix as object names use it: "" or segments joined by "/" with

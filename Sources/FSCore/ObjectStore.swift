@@ -70,10 +70,39 @@ public protocol ObjectStore: Sendable {
     /// What this store can and cannot do (default: everything, as the
     /// Cloud Storage JSON API).
     var capabilities: StoreCapabilities { get }
+
+    // Parallel composite uploads (`ParallelUpload`).
+
+    /// Stores bytes `range` of the file at `path` as `name`, refused by the
+    /// store unless they have CRC-32C `crc32c`; with `ifGenerationMatch`
+    /// of the options as `put`.
+    func putRegion(_ name: String, from path: String, range: Range<Int64>, crc32c: UInt32, options: PutOptions) async throws(StoreError) -> ObjectInfo
+
+    /// Makes `destination` the concatenation of `sources` (1 to 32, in
+    /// order), with the options' properties, custom metadata and
+    /// precondition, as a `put` of those bytes would. The answer carries
+    /// the composite's CRC-32C. `expectedCRC32C` (base64) lets a store
+    /// recognise the object a lost first attempt made.
+    func compose(_ sources: [String], into destination: String, options: PutOptions, expectedCRC32C: String) async throws(StoreError) -> ObjectInfo
+
+    /// The bucket's retention period in seconds, nil when it has none.
+    func retentionPeriod() async throws(StoreError) -> Int64?
 }
 
 extension ObjectStore {
     public var capabilities: StoreCapabilities { .full }
+
+    public func putRegion(
+        _ name: String, from path: String, range: Range<Int64>, crc32c: UInt32, options: PutOptions
+    ) async throws(StoreError) -> ObjectInfo {
+        throw .invalidArgument("this store cannot store part of a file")
+    }
+
+    public func compose(_ sources: [String], into destination: String, options: PutOptions, expectedCRC32C: String) async throws(StoreError) -> ObjectInfo {
+        throw .invalidArgument("this store cannot compose objects")
+    }
+
+    public func retentionPeriod() async throws(StoreError) -> Int64? { nil }
 
     public func listPages(
         prefix: String, after pageToken: String?, maxResults: Int, _ each: (ListPage) -> Void
@@ -112,18 +141,22 @@ public struct StoreCapabilities: Sendable, Equatable {
     /// refuses to describe at the top of the mount may still be a
     /// directory the user can enter (`users/` above `users/UID/`).
     public var accessRulesPerPath = false
+    /// `putRegion` and `compose` work, so a large file can go up as parts
+    /// side by side (`ParallelUpload`).
+    public var compose = true
 
-    public init(listingsCarryMetadata: Bool = true, serverSideCopy: Bool = true, accessRulesPerPath: Bool = false) {
+    public init(listingsCarryMetadata: Bool = true, serverSideCopy: Bool = true, accessRulesPerPath: Bool = false, compose: Bool = true) {
         self.listingsCarryMetadata = listingsCarryMetadata
         self.serverSideCopy = serverSideCopy
         self.accessRulesPerPath = accessRulesPerPath
+        self.compose = compose
     }
 
     /// The JSON API: everything.
     public static let full = StoreCapabilities()
     /// Firebase Storage's v0 API: names-only listings, no server-side
-    /// copy, Security Rules.
-    public static let firebase = StoreCapabilities(listingsCarryMetadata: false, serverSideCopy: false, accessRulesPerPath: true)
+    /// copy, Security Rules, no compose.
+    public static let firebase = StoreCapabilities(listingsCarryMetadata: false, serverSideCopy: false, accessRulesPerPath: true, compose: false)
 }
 
 /// An upload of a file that is still being written sequentially

@@ -10,6 +10,16 @@ enum PathRules {
     /// may hold 1024 bytes, but tools size their buffers by NAME_MAX).
     static let maximumNameLength = 255
 
+    /// Where parallel uploads keep their temporary parts, at the bucket's
+    /// root (`ParallelUploads`): never listed, looked up or created
+    /// through the mount.
+    static let partsPrefix = ".bucketfs-parts/"
+
+    /// Whether object name `name` is the parts' directory or below it.
+    static func isReserved(objectName name: String) -> Bool {
+        name.hasPrefix(partsPrefix) || name == partsPrefix.dropLast()
+    }
+
     /// Whether `name` can be one directory entry: non-empty, no "/", not
     /// "." or "..", no NUL (the kernel could not hand it to a program), no
     /// CR/LF (GCS refuses them in object names).
@@ -40,7 +50,7 @@ enum PathRules {
     /// The entry name of listed prefix `prefix` ("dir/sub/" below "dir/"
     /// is "sub"), or nil if it is not a valid entry name.
     static func entryName(ofPrefix prefix: String, under listed: String) -> Substring? {
-        guard prefix.hasPrefix(listed), prefix.hasSuffix("/") else { return nil }
+        guard prefix.hasPrefix(listed), prefix.hasSuffix("/"), prefix != partsPrefix else { return nil }
         let name = prefix.dropFirst(listed.count).dropLast()
         return isValidEntryName(name) ? name : nil
     }

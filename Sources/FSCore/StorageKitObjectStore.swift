@@ -108,6 +108,30 @@ public struct StorageKitObjectStore: ObjectStore {
         return metadata
     }
 
+    public func putRegion(
+        _ name: String, from path: String, range: Range<Int64>, crc32c: UInt32, options: PutOptions
+    ) async throws(StoreError) -> ObjectInfo {
+        let ref = reference(name)
+        let metadata = Self.metadata(options)
+        return Self.info(try await Self.run {
+            try await ref.putFile(
+                atPath: path, range: range, crc32c: CRC32C.base64(crc32c), metadata: metadata, ifGenerationMatch: options.ifGenerationMatch)
+        })
+    }
+
+    public func compose(_ sources: [String], into destination: String, options: PutOptions, expectedCRC32C: String) async throws(StoreError) -> ObjectInfo {
+        let ref = reference(destination)
+        let parts = sources.map(reference)
+        let metadata = Self.metadata(options)
+        return Self.info(try await Self.run {
+            try await ref.compose(parts, metadata: metadata, ifGenerationMatch: options.ifGenerationMatch, expectedCRC32C: expectedCRC32C)
+        })
+    }
+
+    public func retentionPeriod() async throws(StoreError) -> Int64? {
+        try await Self.run { try await storage.retentionPeriod() }
+    }
+
     public func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError) {
         let ref = reference(name)
         try await Self.run { try await ref.delete(ifGenerationMatch: ifGenerationMatch) }

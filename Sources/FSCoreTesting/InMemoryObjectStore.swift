@@ -1,5 +1,6 @@
 import Foundation
 import FSCore
+import StorageKit
 import Synchronization
 
 /// A complete `ObjectStore` in memory, for tests of the core and of the
@@ -19,6 +20,10 @@ public final class InMemoryObjectStore: ObjectStore {
         case listFlat
         /// The calls of a streaming put: its start, each `send`, `finish`.
         case streamingStart, streamingSend, streamingFinish
+        /// A part of a parallel upload (`putRegion`), and `compose`.
+        case putRegion, compose
+        /// `retentionPeriod` (the bucket's metadata).
+        case bucketMetadata
     }
 
     /// Decides whether a call fails: given the operation and the object
@@ -38,6 +43,7 @@ public final class InMemoryObjectStore: ObjectStore {
         var counts: [Operation: Int] = [:]
         var faults: [(remaining: Int, error: StoreError, operations: Set<Operation>)] = []
         var hook: FaultHook?
+        var retentionPeriod: Int64?
     }
 
     // Leaf lock; nothing is awaited while it is held.
@@ -95,6 +101,12 @@ public final class InMemoryObjectStore: ObjectStore {
     }
 
     public func setFaultHook(_ hook: FaultHook?) { state.withLock { $0.hook = hook } }
+
+    /// What `retentionPeriod` answers (nil: no retention policy).
+    public func setRetentionPeriod(_ seconds: Int64?) { state.withLock { $0.retentionPeriod = seconds } }
+
+    /// A stored object's bytes (no request counted).
+    public func data(of name: String) -> Data? { state.withLock { $0.objects[name]?.data } }
 
     /// Stores `data` as `name` without counting a request (test setup).
     @discardableResult
@@ -308,6 +320,61 @@ public final class InMemoryObjectStore: ObjectStore {
         }
     }
 
+    // MARK: - Parallel uploads
+
+    /// As Cloud Storage: the part's bytes are refused unless they have the
+    /// CRC-32C the request names.
+    public func putRegion(
+        _ name: String, from path: String, range: Range<Int64>, crc32c: UInt32, options: PutOptions
+    ) async throws(StoreError) -> ObjectInfo {
+        let data: Data
+        do {
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(range.lowerBound))
+            data = try handle.read(upToCount: range.count) ?? Data()
+        } catch {
+            throw .invalidArgument("cannot read \(path): \(error)")
+        }
+        guard data.count == range.count else { throw .invalidArgument("\(path) has no bytes \(range)") }
+        var crc = CRC32C()
+        crc.update(data)
+        return try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .putRegion, name)
+            try Self.validate(name)
+            guard crc.value == crc32c else { throw .invalidArgument("\(name): CRC32C of the bytes is not the one given") }
+            try Self.check(s.objects[name]?.info.generation, matches: options.ifGenerationMatch, name)
+            return store(&s, name: name, data: data, options: options, at: now(), crc32c: crc.base64)
+        }
+    }
+
+    /// As Cloud Storage's compose: 1 to 32 existing sources, the
+    /// destination's precondition, the request's properties and metadata,
+    /// a CRC-32C and no MD5.
+    public func compose(_ sources: [String], into destination: String, options: PutOptions, expectedCRC32C: String) async throws(StoreError) -> ObjectInfo {
+        try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .compose, destination)
+            try Self.validate(destination)
+            guard (1...32).contains(sources.count) else { throw .invalidArgument("compose of \(sources.count) sources") }
+            var data = Data()
+            for source in sources {
+                guard let object = s.objects[source] else { throw .notFound(source) }
+                data.append(object.data)
+            }
+            try Self.check(s.objects[destination]?.info.generation, matches: options.ifGenerationMatch, destination)
+            var crc = CRC32C()
+            crc.update(data)
+            return store(&s, name: destination, data: data, options: options, at: now(), crc32c: crc.base64)
+        }
+    }
+
+    public func retentionPeriod() async throws(StoreError) -> Int64? {
+        try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .bucketMetadata, "")
+            return s.retentionPeriod
+        }
+    }
+
     // MARK: - Streaming puts
 
     /// Counts a `send` of a streaming put and applies injected faults.
@@ -354,7 +421,7 @@ public final class InMemoryObjectStore: ObjectStore {
         }
     }
 
-    private func store(_ s: inout State, name: String, data: Data, options: PutOptions, at date: Date) -> ObjectInfo {
+    private func store(_ s: inout State, name: String, data: Data, options: PutOptions, at date: Date, crc32c: String? = nil) -> ObjectInfo {
         var info = ObjectInfo(
             name: name, size: Int64(data.count), generation: s.nextGeneration, metageneration: 1, updated: date,
             contentType: options.contentType ?? "application/octet-stream", customMetadata: options.customMetadata)
@@ -363,6 +430,7 @@ public final class InMemoryObjectStore: ObjectStore {
         info.contentEncoding = options.contentEncoding
         info.contentLanguage = options.contentLanguage
         info.bucket = bucket
+        info.crc32c = crc32c
         info.timeCreated = date
         s.nextGeneration += 1
         if s.objects[name] == nil { s.sortedNames = nil }

@@ -1,5 +1,6 @@
 import Foundation
 import FSCore
+import StorageKit
 import Synchronization
 
 /// Expectations every `ObjectStore` must meet, runnable against the
@@ -32,15 +33,19 @@ public enum ObjectStoreConformance {
         /// Whether a patch raises the metageneration, as Cloud Storage
         /// does; false: it stays (the generation must still stay).
         public var patchRaisesMetageneration: Bool
+        /// Whether a part sent with another CRC32C than its bytes' is
+        /// refused, as Cloud Storage does; false: it is stored.
+        public var refusesWrongChecksums: Bool
 
         public init(
             checksPageSize: Bool = true, pageSizeCountsPrefixes: Bool = true, patchDeletesNullKeys: Bool = true,
-            patchRaisesMetageneration: Bool = true
+            patchRaisesMetageneration: Bool = true, refusesWrongChecksums: Bool = true
         ) {
             self.checksPageSize = checksPageSize
             self.pageSizeCountsPrefixes = pageSizeCountsPrefixes
             self.patchDeletesNullKeys = patchDeletesNullKeys
             self.patchRaisesMetageneration = patchRaisesMetageneration
+            self.refusesWrongChecksums = refusesWrongChecksums
         }
     }
 
@@ -54,6 +59,7 @@ public enum ObjectStoreConformance {
             try await layout(store, prefix, &created)
             try await paging(store, prefix, options, &created)
             try await streaming(store, prefix, scratch, &created)
+            if store.capabilities.compose { try await composition(store, prefix, scratch, options, &created) }
         } catch {
             for name in created { try? await store.delete(name, ifGenerationMatch: nil) }
             throw error
@@ -248,6 +254,50 @@ public enum ObjectStoreConformance {
         try await abandoned.send(upTo: g)
         await abandoned.abandon()
         try await expectError("an abandoned streaming put leaves no object", { _ = try await store.stat(abandonedName) }, isNotFound)
+    }
+
+    /// Parts from regions of a file, composed (`ParallelUploads`).
+    private static func composition(
+        _ store: any ObjectStore, _ prefix: String, _ scratch: String, _ options: Options, _ created: inout Set<String>
+    ) async throws {
+        let path = scratch + "/regions"
+        let data = pattern(300_000, seed: 5)
+        try data.write(to: URL(fileURLWithPath: path))
+        let ranges: [Range<Int64>] = [0..<100_000, 100_000..<300_000]
+        var parts: [String] = []
+        var whole = CRC32C().value
+        for (index, range) in ranges.enumerated() {
+            let name = prefix + "part-\(index)"
+            let crc = try CRC32C.of(file: path, range: range)
+            created.insert(name)
+            let part = try await store.putRegion(name, from: path, range: range, crc32c: crc, options: PutOptions(ifGenerationMatch: 0))
+            try expect("a region's object has its size and CRC32C", part.size == Int64(range.count) && part.crc32c == CRC32C.base64(crc), "\(part.size) \(part.crc32c ?? "nil")")
+            let bytes = try await read(store, name, part.generation, 0..<Int64(range.count))
+            try expect("a region's object holds those bytes", bytes == data.subdata(in: Int(range.lowerBound)..<Int(range.upperBound)), "\(bytes.count) bytes")
+            whole = CRC32C.combine(whole, crc, lengthOfSecond: Int64(range.count))
+            parts.append(name)
+        }
+        if options.refusesWrongChecksums {
+            let wrong = prefix + "part-wrong"
+            created.insert(wrong)
+            try await expectError("a region with another CRC32C is refused", {
+                _ = try await store.putRegion(wrong, from: path, range: 0..<10, crc32c: 0, options: PutOptions())
+            }, { _ in true })
+        }
+        let name = prefix + "composed.bin"
+        created.insert(name)
+        let composed = try await store.compose(
+            parts, into: name, options: PutOptions(contentType: "application/x-composed", customMetadata: ["k": "v"], ifGenerationMatch: 0),
+            expectedCRC32C: CRC32C.base64(whole))
+        try expect("a composite has the sources' bytes' size and CRC32C", composed.size == Int64(data.count) && composed.crc32c == CRC32C.base64(whole), "\(composed.size) \(composed.crc32c ?? "nil")")
+        let stat = try await store.stat(name)
+        try expect("a composite has the compose's type and metadata", stat.contentType == "application/x-composed" && stat.customMetadata == ["k": "v"], "\(stat.contentType ?? "nil") \(stat.customMetadata)")
+        let bytes = try await read(store, name, composed.generation, 0..<Int64(data.count))
+        try expect("a composite holds its sources' bytes in order", bytes == data, "\(bytes.count) bytes")
+        try await expectError("a compose of a missing source fails", {
+            _ = try await store.compose([prefix + "no-such-part"], into: prefix + "never", options: PutOptions(), expectedCRC32C: "")
+        }, { _ in true })
+        try await expectError("a failed compose makes no object", { _ = try await store.stat(prefix + "never") }, isNotFound)
     }
 
     // MARK: - Helpers

@@ -8,19 +8,19 @@ import Foundation
 /// Slicing-by-8: eight 256-entry tables let the loop fold 8 input bytes per
 /// step instead of 1, several times faster than the bytewise algorithm,
 /// which matters when every downloaded byte goes through it.
-struct CRC32C: Sendable, Equatable {
+public struct CRC32C: Sendable, Equatable {
     /// The running register (bit-inverted, as the algorithm keeps it).
     private var register: UInt32 = 0xFFFF_FFFF
 
-    init() {}
+    public init() {}
 
     /// The checksum of the bytes so far.
-    var value: UInt32 { ~register }
+    public var value: UInt32 { ~register }
 
     /// The checksum as Cloud Storage writes it: base64 of the big-endian bytes.
-    var base64: String { Self.base64(value) }
+    public var base64: String { Self.base64(value) }
 
-    static func base64(_ value: UInt32) -> String {
+    public static func base64(_ value: UInt32) -> String {
         withUnsafeBytes(of: value.bigEndian) { Data($0).base64EncodedString() }
     }
 
@@ -46,13 +46,13 @@ struct CRC32C: Sendable, Equatable {
         return crc.value
     }
 
-    mutating func update(_ data: some DataProtocol) {
+    public mutating func update(_ data: some DataProtocol) {
         for region in data.regions {
             region.withUnsafeBytes { update($0) }
         }
     }
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         var crc = register
         var offset = 0

@@ -248,11 +248,12 @@ struct UploadResource: Sendable {
     /// The custom metadata sent, to recognise an object an earlier attempt stored.
     let customMetadata: [String: String]
 
-    init(metadata: StorageMetadata, name: String) {
+    init(metadata: StorageMetadata, name: String, crc32c: String? = nil) {
         contentType = metadata.contentType ?? "application/octet-stream"
         customMetadata = metadata.customMetadata ?? [:]
         var resource = metadata.uploadJSON(name: name)
         resource["contentType"] = contentType
+        if let crc32c { resource["crc32c"] = crc32c }
         json = ObjectAPI.jsonBody(resource)
     }
 }

@@ -8,6 +8,8 @@ enum UploadSource: Sendable {
     /// A file on disk, read region by region as the requests need it (a
     /// streaming upload's file is still growing).
     case file(path: String)
+    /// Bytes `range` of a file (a part of a parallel composite upload).
+    case fileRegion(path: String, range: Range<Int64>)
 
     /// The live object `name`, if it is exactly what an upload of these
     /// `total` bytes sends (size, CRC32C, else MD5, and the custom
@@ -40,6 +42,17 @@ enum UploadSource: Sendable {
             }
             defer { try? handle.close() }
             while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { accumulator.update(piece) }
+        case .fileRegion(let path, let range):
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                throw StorageError.invalidArgument("cannot read \(path)")
+            }
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(range.lowerBound))
+            var left = range.upperBound - range.lowerBound
+            while left > 0, let piece = try handle.read(upToCount: Int(min(Int64(1 << 20), left))), !piece.isEmpty {
+                accumulator.update(piece)
+                left -= Int64(piece.count)
+            }
         }
         return accumulator
     }
@@ -51,6 +64,8 @@ enum UploadSource: Sendable {
             return .bytes(d.subdata(in: Int(range.lowerBound)..<Int(range.upperBound)))
         case .file(let path):
             return .file(path: path, offset: range.lowerBound, length: range.upperBound - range.lowerBound)
+        case .fileRegion(let path, let region):
+            return .file(path: path, offset: region.lowerBound + range.lowerBound, length: range.upperBound - range.lowerBound)
         }
     }
 }
@@ -74,16 +89,17 @@ final class Uploader: Sendable {
 
     /// `resumingSession`: the URI of a resumable session an interrupted run
     /// of the same upload started; the upload goes on from what the server
-    /// holds of it.
+    /// holds of it. `crc32c` (base64), when given, goes in the object
+    /// resource: the server then refuses bytes with another checksum.
     init(
         reference: StorageReference, source: UploadSource, size: Int64, metadata: StorageMetadata, ifGenerationMatch: Int64?,
-        resumingSession: String? = nil
+        resumingSession: String? = nil, crc32c: String? = nil
     ) {
         self.reference = reference
         self.source = source
         self.total = size
         self.api = reference.api
-        self.resource = UploadResource(metadata: metadata, name: reference.fullPath)
+        self.resource = UploadResource(metadata: metadata, name: reference.fullPath, crc32c: crc32c)
         self.ifGenerationMatch = ifGenerationMatch
         self.customMetadata = metadata.customMetadata ?? [:]
         self.useResumable = size > api.configuration.multipartThreshold

@@ -25,7 +25,7 @@ import FSCoreTesting
         defer { removeDirectory(directory) }
         let store = InMemoryObjectStore()
         store.failNext(2, with: .unavailable("503"), operations: [.put])
-        let uploader = ObjectUploader(store: store, retryWindow: .seconds(30), logger: .init(label: "t"))
+        let uploader = ObjectUploader(store: store, parallel: ParallelUploads(store: store, options: MountOptions(), logger: .init(label: "t")), retryWindow: .seconds(30), logger: .init(label: "t"))
         let result = await uploader.upload(plan(path, size: Int64(content.count)))
         #expect(try result.get().size == Int64(content.count))
         #expect(store.requestCount(.put) == 3)
@@ -37,7 +37,7 @@ import FSCoreTesting
         defer { removeDirectory(directory) }
         let store = InMemoryObjectStore()
         store.failNext(1, with: .permissionDenied("403"), operations: [.put])
-        let uploader = ObjectUploader(store: store, retryWindow: .seconds(30), logger: .init(label: "t"))
+        let uploader = ObjectUploader(store: store, parallel: ParallelUploads(store: store, options: MountOptions(), logger: .init(label: "t")), retryWindow: .seconds(30), logger: .init(label: "t"))
         let result = await uploader.upload(plan(path, size: 1))
         guard case .failure(.permissionDenied) = result else {
             Issue.record("expected permissionDenied, got \(result)")
@@ -51,7 +51,7 @@ import FSCoreTesting
         defer { removeDirectory(directory) }
         let store = InMemoryObjectStore()
         store.setFaultHook { operation, _ in operation == .put ? .unavailable("down") : nil }
-        let uploader = ObjectUploader(store: store, retryWindow: .milliseconds(1200), logger: .init(label: "t"))
+        let uploader = ObjectUploader(store: store, parallel: ParallelUploads(store: store, options: MountOptions(), logger: .init(label: "t")), retryWindow: .milliseconds(1200), logger: .init(label: "t"))
         let result = await uploader.upload(plan(path, size: 1))
         guard case .failure(.unavailable) = result else {
             Issue.record("expected unavailable, got \(result)")

@@ -64,6 +64,16 @@ extension ForwardingStore {
     func patch(_ name: String, _ patch: MetadataPatch, ifMetagenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo {
         try await inner.patch(name, patch, ifMetagenerationMatch: ifMetagenerationMatch)
     }
+
+    func putRegion(_ name: String, from path: String, range: Range<Int64>, crc32c: UInt32, options: PutOptions) async throws(StoreError) -> ObjectInfo {
+        try await inner.putRegion(name, from: path, range: range, crc32c: crc32c, options: options)
+    }
+
+    func compose(_ sources: [String], into destination: String, options: PutOptions, expectedCRC32C: String) async throws(StoreError) -> ObjectInfo {
+        try await inner.compose(sources, into: destination, options: options, expectedCRC32C: expectedCRC32C)
+    }
+
+    func retentionPeriod() async throws(StoreError) -> Int64? { try await inner.retentionPeriod() }
 }
 
 /// A core over an in-memory store, with a manual clock and no mount.

@@ -32,6 +32,12 @@ GCS endpoints (prefix ``/storage/v1``; uploads under ``/upload/storage/v1``):
   set, null deletes them; inside ``metadata`` keys are merged, a null value
   deletes a key, ``"metadata": null`` clears it. metageneration += 1.
 * ``DELETE /b/{b}/o/{o}`` 204.
+* ``POST /b/{b}/o/{o}/compose`` objects.compose
+  (https://cloud.google.com/storage/docs/json_api/v1/objects/compose): 1 to
+  32 ``sourceObjects`` of the bucket concatenated into the object, with the
+  body's ``destination`` properties and metadata and the query's
+  preconditions on the destination; the composite has a crc32c and no
+  md5Hash (https://cloud.google.com/storage/docs/composite-objects).
 * ``POST /b/{b}/o/{o}/rewriteTo/b/{db}/o/{do}`` optional JSON body with
   destination properties (its ``metadata`` replaces the source's). Objects
   over 1 MiB: first call done=false + ``rewriteToken``; the call carrying that
@@ -89,7 +95,12 @@ Test controls (not recorded, never faulted):
 * ``POST /_seed`` ``{"bucket", "prefix", "dirs", "files"}`` creates many
   small objects at once (benchmarks; see ``control``); listed like any other,
   each becomes a full object when first read or changed.
-* ``POST /_reset`` clears objects, sessions, rewrite tokens, faults and the
+* ``POST /_retention`` ``{"bucket", "seconds"}`` gives the bucket a
+  retention policy (``seconds`` null: none): the bucket resource carries
+  ``retentionPolicy`` and an object younger than it cannot be deleted (403
+  ``retentionPolicyNotMet``), as in
+  https://cloud.google.com/storage/docs/bucket-lock.
+* ``POST /_reset`` clears objects, retention policies, sessions, rewrite tokens, faults and the
   request list (generations keep increasing).
 * ``GET /_requests`` JSON list of ``{"method","path","query",
   "authorization","userProject"}`` seen (path as sent, still URL-encoded;
@@ -426,6 +437,7 @@ class State:
         self.rewrites = {}  # token -> dict
         self.faults = []
         self.requests = []
+        self.retention = {}  # bucket -> seconds
 
     def new_generation(self):
         self.next_generation += 1
@@ -586,6 +598,11 @@ def h_bucket_get(bucket, query):
             "location": "US",
             "storageClass": "STANDARD",
             "metageneration": "1",
+            **(
+                {"retentionPolicy": {"retentionPeriod": str(STATE.retention[bucket])}}
+                if bucket in STATE.retention
+                else {}
+            ),
         }
     )
 
@@ -760,7 +777,8 @@ def _media_reply(obj, headers):
                 return Reply(416, json.dumps(err).encode(), base)
             base["Content-Range"] = "bytes %d-%d/%d" % (start, end, size)
             return Reply(206, data[start : end + 1], base)
-    base["x-goog-hash"] = "crc32c=%s,md5=%s" % (r["crc32c"], r["md5Hash"])
+    # A composite object has no MD5 to announce.
+    base["x-goog-hash"] = "crc32c=%s" % r["crc32c"] + (",md5=%s" % r["md5Hash"] if "md5Hash" in r else "")
     return Reply(200, data, base)
 
 
@@ -785,6 +803,10 @@ def h_object_patch(bucket, name, query, body):
 def h_object_delete(bucket, name, query):
     obj = live_object(bucket, name, query)
     check_preconditions(query, obj)
+    retention = STATE.retention.get(bucket)
+    created = datetime.fromisoformat(obj.resource["timeCreated"].replace("Z", "+00:00")).timestamp()
+    if retention is not None and time.time() - created < retention:
+        raise HTTPError(403, "Object '%s/%s' is subject to bucket's retention policy." % (bucket, name), "retentionPolicyNotMet")
     del STATE.objects[(bucket, name)]
     return Reply(204)
 
@@ -842,6 +864,22 @@ def h_rewrite(bucket, name, dbucket, dname, query, body, copy_only=False):
             "resource": dst.resource,
         }
     )
+
+
+def h_compose(bucket, name, query, body):
+    request = json_body(body)
+    sources = request.get("sourceObjects") or []
+    if not 1 <= len(sources) <= 32:
+        raise bad_request("The number of source components provided (%d) must be between 1 and 32." % len(sources))
+    data = b""
+    for source in sources:
+        data += live_object(bucket, source.get("name", ""), {}).data
+    destination = request.get("destination") or {}
+    props = {k: v for k, v in destination.items() if k in WRITABLE and k != "md5Hash"}
+    obj = store_object(bucket, name, data, props, query)
+    del obj.resource["md5Hash"]
+    obj.resource["componentCount"] = len(sources)
+    return Reply.json(obj.resource)
 
 
 def h_upload_post(bucket, query, headers, body, host):
@@ -963,6 +1001,7 @@ SEG = r"([^/]+)"
 ROUTES = [
     ("GET", re.compile(r"/storage/v1/b/%s" % SEG), "bucket_get"),
     ("GET", re.compile(r"/storage/v1/b/%s/o" % SEG), "list"),
+    ("POST", re.compile(r"/storage/v1/b/%s/o/(.+)/compose" % SEG), "compose"),
     ("POST", re.compile(r"/storage/v1/b/%s/o/(.+?)/rewriteTo/b/%s/o/(.+)" % (SEG, SEG)), "rewrite"),
     ("POST", re.compile(r"/storage/v1/b/%s/o/(.+?)/copyTo/b/%s/o/(.+)" % (SEG, SEG)), "copy"),
     ("GET", re.compile(r"/storage/v1/b/%s/o/(.+)" % SEG), "get"),
@@ -987,6 +1026,8 @@ def dispatch(method, path, query, headers, body, host):
             return h_bucket_get(g[0], query)
         if kind == "list":
             return h_list(g[0], query)
+        if kind == "compose":
+            return h_compose(g[0], g[1], query, body)
         if kind == "rewrite":
             return h_rewrite(g[0], g[1], g[2], g[3], query, body)
         if kind == "copy":
@@ -1051,6 +1092,14 @@ def control(method, path, body):
             STATE.objects.seed(bucket, names, STATE.new_generation)
             count = len(STATE.objects.seeded)
         return Reply.json({"ok": True, "seeded": count})
+    if path == "/_retention" and method == "POST":
+        spec = json.loads(body or b"{}")
+        with STATE.lock:
+            if spec.get("seconds") is None:
+                STATE.retention.pop(spec["bucket"], None)
+            else:
+                STATE.retention[spec["bucket"]] = int(spec["seconds"])
+        return Reply.json({"ok": True})
     if path == "/_reset" and method == "POST":
         with STATE.lock:
             STATE.reset()

@@ -17,8 +17,13 @@ import Logging
 /// shows in the log while it lasts. The precondition stays the same
 /// throughout, so an attempt whose answer was lost but that did store the
 /// object fails the next one with 412 rather than storing it twice.
+///
+/// A file large enough for `ParallelUploads` goes up in parts instead of
+/// one request; a stream it may have is abandoned (the parts carry the
+/// bytes side by side, which one stream cannot).
 struct ObjectUploader: Sendable {
     let store: any ObjectStore
+    let parallel: ParallelUploads
     let retryWindow: Duration
     let logger: Logger
 
@@ -43,9 +48,23 @@ struct ObjectUploader: Sendable {
     }
 
     func upload(_ plan: Plan) async -> Result<ObjectInfo, StoreError> {
-        if let stream = plan.stream, let streamed = await finish(stream, plan) { return .success(streamed) }
+        let inParts = await parallel.takes(size: plan.size)
+        if let stream = plan.stream {
+            if inParts {
+                _ = await stream.lastSend?.value
+                await stream.stream.put.abandon()
+            } else if let streamed = await finish(stream, plan) {
+                return .success(streamed)
+            }
+        }
         do {
-            return .success(try await putPatiently(plan))
+            return .success(try await putPatiently(plan, inParts: inParts))
+        } catch where inParts && parallel.fallsBack(after: error) {
+            do {
+                return .success(try await putPatiently(plan, inParts: false))
+            } catch {
+                return .failure(error)
+            }
         } catch {
             return .failure(error)
         }
@@ -85,12 +104,13 @@ struct ObjectUploader: Sendable {
         }
     }
 
-    private func putPatiently(_ plan: Plan) async throws(StoreError) -> ObjectInfo {
+    private func putPatiently(_ plan: Plan, inParts: Bool) async throws(StoreError) -> ObjectInfo {
         let started = ContinuousClock.now
         var wait = Self.firstWait
         var attempt = 1
         while true {
             do {
+                if inParts { return try await parallel.upload(plan.name, from: plan.localPath, size: plan.size, options: plan.options) }
                 return try await store.put(plan.name, from: plan.localPath, options: plan.options)
             } catch where error.isTransient {
                 let elapsed = ContinuousClock.now - started

@@ -150,7 +150,7 @@ extension FileSystem {
 
     /// Stores staged bytes as objects (see `ObjectUploader`).
     var uploader: ObjectUploader {
-        ObjectUploader(store: store, retryWindow: Duration(seconds: options.uploadRetryWindow), logger: logger)
+        ObjectUploader(store: store, parallel: parallelUploads, retryWindow: Duration(seconds: options.uploadRetryWindow), logger: logger)
     }
 
     /// What an upload sends besides the bytes: the replaced object's

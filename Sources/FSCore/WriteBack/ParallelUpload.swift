@@ -1,0 +1,302 @@
+import Foundation
+import Logging
+import StorageKit
+import Synchronization
+
+/// Parallel composite uploads, as gcloud makes them
+/// (https://cloud.google.com/storage/docs/parallel-composite-uploads): a
+/// staged file of at least `MountOptions.parallelUploadThreshold` bytes
+/// goes up as up to `parallelUploadParts` parts, 32 at a time, each a
+/// temporary object under `PathRules.partsPrefix` at the bucket's root
+/// sent with its CRC-32C, then `compose` (at most 32 sources a call, so
+/// more parts are composed into intermediate objects first) makes the
+/// object, and the temporary objects are deleted.
+///
+/// What a single upload promises holds: the final compose carries the
+/// upload's precondition (checked once before the parts go up as well, as
+/// a resumable session checks it when it starts), so a conflict is the
+/// same 412 and the same ESTALE; the object carries the same properties
+/// and metadata; nothing appears under the object's name unless all of it
+/// is there. The composite's CRC-32C (it has no MD5) is checked against
+/// the one combined from the parts' checksums. Temporary objects that
+/// cannot be deleted are kept in `leftovers` (shown by `bucketfs status`)
+/// and tried again before the next parallel upload.
+///
+/// The mount turns it off by itself where it cannot work: a store without
+/// compose (Firebase's v0 API), a bucket with a retention policy (its
+/// temporary objects could not be deleted), which is asked once, at the
+/// first upload that would use it, and credentials refused the temporary
+/// objects (an IAM condition on the mounted prefix): then that upload, and
+/// every later one, is a single upload.
+final class ParallelUploads: Sendable {
+    let store: any ObjectStore
+    let threshold: Int64
+    let maxParts: Int
+    let minPartSize: Int64
+    let logger: Logger
+
+    /// Sources one compose request takes at most (Cloud Storage's limit).
+    static let composeLimit = 32
+
+    /// Whether parallel uploads work in this bucket, as far as known.
+    private enum Availability: Sendable {
+        case unknown
+        case available
+        case retentionPolicy(seconds: Int64)
+        case partsRefused
+    }
+
+    private struct State: Sendable {
+        var availability = Availability.unknown
+        /// Temporary objects whose delete failed.
+        var leftovers: Set<String> = []
+    }
+
+    // Leaf lock; nothing is awaited while it is held.
+    private let state = Mutex(State())
+
+    init(store: any ObjectStore, options: MountOptions, logger: Logger) {
+        self.store = store
+        self.threshold = store.capabilities.compose ? options.parallelUploadThreshold : 0
+        self.maxParts = options.parallelUploadParts
+        self.minPartSize = options.parallelUploadMinPartSize
+        self.logger = logger
+    }
+
+    /// Whether a file of `size` bytes would go up in parts (before the
+    /// bucket's retention policy is known: yes, if large enough).
+    func wouldTake(size: Int64) -> Bool {
+        guard threshold > 0, size >= threshold, partCount(size) > 1 else { return false }
+        return state.withLock { s in
+            switch s.availability {
+            case .unknown, .available: return true
+            case .retentionPolicy, .partsRefused: return false
+            }
+        }
+    }
+
+    /// The temporary objects a failed delete left, by name.
+    var leftovers: [String] { state.withLock { $0.leftovers.sorted() } }
+
+    /// Whether a file of `size` bytes goes up in parts: `wouldTake`, and
+    /// the bucket has no retention policy (asked once).
+    func takes(size: Int64) async -> Bool {
+        guard wouldTake(size: size) else { return false }
+        guard case .unknown = state.withLock({ $0.availability }) else { return true }
+        let availability: Availability
+        do {
+            availability = try await store.retentionPeriod().map { .retentionPolicy(seconds: $0) } ?? .available
+        } catch where error.isTransient {
+            return true  // asked again next time
+        } catch {
+            // Credentials that may write objects need not read the bucket's
+            // metadata; a policy would then show as leftovers in status.
+            logger.info("bucket metadata unreadable; parallel uploads stay on", metadata: ["cause": "\(error)"])
+            availability = .available
+        }
+        state.withLock { $0.availability = availability }
+        if case .retentionPolicy(let seconds) = availability {
+            logger.notice("parallel uploads off: the bucket has a retention policy, so temporary parts could not be deleted", metadata: [
+                "retention": "\(seconds) s",
+            ])
+            return false
+        }
+        return true
+    }
+
+    /// A parallel upload failed with `error`: whether the file should go up
+    /// as a single upload instead. Permission refused is taken for the
+    /// temporary objects' (credentials limited to the mounted prefix), and
+    /// turns parallel uploads off for this mount; if it was the object's,
+    /// the single upload fails the same way.
+    func fallsBack(after error: StoreError) -> Bool {
+        guard case .permissionDenied = error else { return false }
+        state.withLock { $0.availability = .partsRefused }
+        logger.warning("parallel uploads off: temporary parts refused; uploading whole files", metadata: [
+            "prefix": "\(PathRules.partsPrefix)", "cause": "\(error)",
+        ])
+        return true
+    }
+
+    /// Parts of a file of `size` bytes: as many as `maxParts`, none smaller
+    /// than `minPartSize` (one part, of any size, is no parallel upload).
+    func partCount(_ size: Int64) -> Int {
+        let bySize = size / minPartSize
+        return Int(max(1, min(Int64(maxParts), bySize)))
+    }
+
+    /// The byte ranges of the parts of a file of `size` bytes.
+    func partRanges(_ size: Int64) -> [Range<Int64>] {
+        let count = Int64(partCount(size))
+        let partSize = (size + count - 1) / count
+        return stride(from: Int64(0), to: size, by: Int(partSize)).map { $0..<min(size, $0 + partSize) }
+    }
+
+    /// Uploads the file at `path` (`size` bytes) as `name` in parts.
+    func upload(_ name: String, from path: String, size: Int64, options: PutOptions) async throws(StoreError) -> ObjectInfo {
+        await deleteLeftovers()
+        if let expected = options.ifGenerationMatch {
+            // Fail before sending any byte if the precondition fails already.
+            let live: Int64
+            switch await store.statResult(name) {
+            case .success(let info): live = info.generation
+            case .failure(.notFound): live = 0
+            case .failure(let error): throw error
+            }
+            guard live == expected else {
+                throw .preconditionFailed("\(name): generation \(live), expected \(expected) (checked before the parallel upload)")
+            }
+        }
+        let run = PartNames()
+        var made: [String] = []
+        let result: Result<ObjectInfo, StoreError>
+        do throws(StoreError) {
+            result = .success(try await compose(name, from: path, size: size, options: options, run, made: &made))
+        } catch {
+            result = .failure(error)
+        }
+        // Before answering, so a close that returns leaves no part behind
+        // (one round trip: the deletes go side by side).
+        await delete(made)
+        return try result.get()
+    }
+
+    private func compose(
+        _ name: String, from path: String, size: Int64, options: PutOptions, _ run: PartNames, made: inout [String]
+    ) async throws(StoreError) -> ObjectInfo {
+        let pieces = try await uploadParts(path, size: size, run, made: &made)
+        let expected = Piece.concatenation(pieces, name: name)
+        let sources = try await composeDown(pieces, run, made: &made)
+        let crc32c = CRC32C.base64(expected.crc32c)
+        let composed = try await store.compose(sources.map(\.name), into: name, options: options, expectedCRC32C: crc32c)
+        guard composed.crc32c == crc32c, composed.size == size else {
+            // Not the bytes staged: take it away again, as if never made.
+            try? await store.delete(name, ifGenerationMatch: composed.generation)
+            throw .other("\(name): the composed object (\(composed.size) bytes, CRC32C \(composed.crc32c ?? "none")) is not the \(size) bytes uploaded (CRC32C \(crc32c))")
+        }
+        logger.debug("uploaded in parts", metadata: ["object": "\(name)", "parts": "\(pieces.count)", "size": "\(size)"])
+        return composed
+    }
+
+    // MARK: - Steps
+
+    /// A part or intermediate object and what it holds.
+    struct Piece: Sendable {
+        var name: String
+        var crc32c: UInt32
+        var length: Int64
+
+        static func concatenation(_ pieces: [Piece], name: String) -> Piece {
+            var whole = Piece(name: name, crc32c: CRC32C().value, length: 0)
+            for piece in pieces {
+                whole.crc32c = CRC32C.combine(whole.crc32c, piece.crc32c, lengthOfSecond: piece.length)
+                whole.length += piece.length
+            }
+            return whole
+        }
+    }
+
+    /// The names of one upload's temporary objects: a random directory
+    /// under the reserved prefix, so uploads never meet.
+    struct PartNames: Sendable {
+        let directory = PathRules.partsPrefix + UUID().uuidString.lowercased() + "/"
+
+        func part(_ index: Int) -> String { directory + String(format: "%05d", index) }
+        func intermediate(level: Int, _ index: Int) -> String { directory + "c\(level)-" + String(format: "%05d", index) }
+    }
+
+    /// Sends the parts side by side (all of them run to their end).
+    private func uploadParts(_ path: String, size: Int64, _ run: PartNames, made: inout [String]) async throws(StoreError) -> [Piece] {
+        let ranges = partRanges(size)
+        let store = self.store
+        let results = await boundedConcurrently(Array(ranges.enumerated()), width: min(ranges.count, Self.composeLimit)) { (index, range) throws(StoreError) -> Piece in
+            if Task.isCancelled { throw .cancelled }
+            let name = run.part(index)
+            let crc: UInt32
+            do {
+                crc = try CRC32C.of(file: path, range: range)
+            } catch {
+                throw .other("cannot read the staged file: \(error)")
+            }
+            _ = try await store.putRegion(name, from: path, range: range, crc32c: crc, options: PutOptions(ifGenerationMatch: 0))
+            return Piece(name: name, crc32c: crc, length: Int64(range.count))
+        }
+        return try Self.collect(results, made: &made)
+    }
+
+    /// Composes groups of at most 32 into intermediate objects until at
+    /// most 32 remain (the sources of the final compose).
+    private func composeDown(_ pieces: [Piece], _ run: PartNames, made: inout [String]) async throws(StoreError) -> [Piece] {
+        var level = 0
+        var sources = pieces
+        let store = self.store
+        while sources.count > Self.composeLimit {
+            level += 1
+            let groups = stride(from: 0, to: sources.count, by: Self.composeLimit).map {
+                Array(sources[$0..<min(sources.count, $0 + Self.composeLimit)])
+            }
+            let thisLevel = level
+            let results = await boundedConcurrently(Array(groups.enumerated()), width: min(groups.count, Self.composeLimit)) { (index, group) throws(StoreError) -> Piece in
+                let whole = Piece.concatenation(group, name: run.intermediate(level: thisLevel, index))
+                _ = try await store.compose(
+                    group.map(\.name), into: whole.name, options: PutOptions(ifGenerationMatch: 0),
+                    expectedCRC32C: CRC32C.base64(whole.crc32c))
+                return whole
+            }
+            sources = try Self.collect(results, made: &made)
+        }
+        return sources
+    }
+
+    /// The pieces made, noted in `made` (those that failed are not
+    /// there), or the first failure.
+    private static func collect(_ results: [Result<Piece, StoreError>], made: inout [String]) throws(StoreError) -> [Piece] {
+        var pieces: [Piece] = []
+        var failure: StoreError?
+        for result in results {
+            switch result {
+            case .success(let piece):
+                made.append(piece.name)
+                pieces.append(piece)
+            case .failure(let error):
+                failure = failure ?? error
+            }
+        }
+        if let failure { throw failure }
+        return pieces
+    }
+
+    // MARK: - Clean-up
+
+    /// Deletes temporary objects (best effort); those that stay are
+    /// remembered, logged by name, and shown by `bucketfs status`.
+    func delete(_ names: [String]) async {
+        guard !names.isEmpty else { return }
+        let store = self.store
+        let results = await boundedConcurrently(names, width: min(names.count, 16)) { (name: String) throws(StoreError) in
+            do throws(StoreError) {
+                try await store.delete(name, ifGenerationMatch: nil)
+            } catch {
+                if case .notFound = error { return }  // gone already
+                throw error
+            }
+        }
+        var kept: [String] = []
+        for (name, result) in zip(names, results) {
+            if case .failure(let error) = result {
+                kept.append(name)
+                logger.warning("temporary part of a parallel upload not deleted", metadata: ["object": "\(name)", "cause": "\(error)"])
+            }
+        }
+        state.withLock { s in
+            s.leftovers.subtract(names)
+            s.leftovers.formUnion(kept)
+        }
+    }
+
+    /// Tries the deletes that failed before once more.
+    func deleteLeftovers() async {
+        let names = leftovers
+        if !names.isEmpty { await delete(names) }
+    }
+}

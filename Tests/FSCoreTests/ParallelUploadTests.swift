@@ -1,0 +1,286 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import FSCore
+import FSCoreTesting
+import StorageKit
+
+/// Large files uploaded as parts side by side, then composed
+/// (`ParallelUploads`), over the in-memory store: what lands in the bucket,
+/// what a failure at each step leaves, and where the mount keeps the usual
+/// single upload. Thresholds and parts are tiny so the files stay small.
+@Suite struct ParallelUploadTests {
+    static let threshold: Int64 = 64 << 10
+
+    static func options(_ cache: String, threshold: Int64 = threshold, parts: Int = 8, minPart: Int64 = 4 << 10) -> MountOptions {
+        MountOptions(
+            uid: 1000, gid: 1000, cacheDirectory: cache, bucket: "b", uploadRetryWindow: 0, recoveryRetryInterval: 0,
+            parallelUploadThreshold: threshold, parallelUploadParts: parts, parallelUploadMinPartSize: minPart)
+    }
+
+    /// Creates `name` in the root with `content` and closes it; the errno of
+    /// a failed close is thrown.
+    func write(_ h: Harness, _ name: String, _ content: Data) async throws {
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: name, mode: 0o640, flags: O_WRONLY)
+        _ = try await h.fs.write(entry.attributes.inode, handle: open.handle, offset: 0, data: content)
+        defer { Task { try? await h.fs.release(entry.attributes.inode, handle: open.handle) } }
+        try await h.fs.flush(entry.attributes.inode, handle: open.handle)
+    }
+
+    func partNames(_ store: InMemoryObjectStore) -> [String] {
+        store.objectNames.filter { $0.hasPrefix(PathRules.partsPrefix) }
+    }
+
+    func crc32c(_ data: Data) -> String {
+        var crc = CRC32C()
+        crc.update(data)
+        return crc.base64
+    }
+
+    func recovered(_ cache: String) -> [(path: String, entry: RecoveryFolder.Entry)] {
+        RecoveryFolder(cacheDirectory: cache, bucket: "b", logger: .init(label: "t")).pending()
+    }
+
+    @Test func aLargeFileGoesUpAsPartsComposedIntoTheObject() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache))
+        let content = bytes(100_000, seed: 1)
+        try await write(h, "big.bin", content)
+        #expect(h.store.requestCount(.putRegion) == 8)
+        #expect(h.store.requestCount(.compose) == 1)
+        #expect(h.store.requestCount(.put) == 0)
+        #expect(h.store.data(of: "big.bin") == content)
+        #expect(try await h.store.stat("big.bin").crc32c == crc32c(content))
+        #expect(partNames(h.store).isEmpty, "parts deleted: \(partNames(h.store))")
+    }
+
+    @Test func theObjectHasWhatASingleUploadWouldHaveSet() async throws {
+        let cache = temporaryDirectory("parallel"), otherCache = temporaryDirectory("single")
+        defer {
+            removeDirectory(cache)
+            removeDirectory(otherCache)
+        }
+        let store = InMemoryObjectStore()
+        let parallel = try Harness(options: Self.options(cache), store: store)
+        let single = try Harness(options: Self.options(otherCache, threshold: 0), store: store)
+        let content = bytes(100_000, seed: 2)
+        try await write(parallel, "in-parts.html", content)
+        try await write(single, "single.html", content)
+        #expect(store.requestCount(.compose) == 1 && store.requestCount(.put) == 1)
+        let inParts = try await store.stat("in-parts.html"), whole = try await store.stat("single.html")
+        #expect(inParts.properties == whole.properties)
+        // (The in-memory store infers no type from the name; StorageKit
+        // does, for a compose as for an upload: ComposeTests.)
+        var metadata = inParts.customMetadata, wholeMetadata = whole.customMetadata
+        // The mtime is the local time of each write.
+        #expect(metadata.removeValue(forKey: AttributeMapper.mtimeKey) != nil)
+        wholeMetadata.removeValue(forKey: AttributeMapper.mtimeKey)
+        #expect(metadata == wholeMetadata && !metadata.isEmpty, "\(metadata) / \(wholeMetadata)")
+    }
+
+    @Test func belowTheThresholdTheUsualUploadStays() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache))
+        let content = bytes(Int(Self.threshold) - 1, seed: 3)
+        try await write(h, "small.bin", content)
+        #expect(h.store.requestCount(.put) == 1)
+        #expect(h.store.requestCount(.putRegion) == 0 && h.store.requestCount(.compose) == 0)
+        #expect(h.store.data(of: "small.bin") == content)
+    }
+
+    @Test func moreThan32PartsAreComposedThroughIntermediateObjects() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache, parts: 70, minPart: 1 << 10))
+        let content = bytes(70 << 10, seed: 4)
+        try await write(h, "many.bin", content)
+        #expect(h.store.requestCount(.putRegion) == 70)
+        // 70 parts: intermediates of 32, 32 and 6, then the final compose of 3.
+        #expect(h.store.requestCount(.compose) == 4)
+        #expect(h.store.data(of: "many.bin") == content)
+        #expect(try await h.store.stat("many.bin").crc32c == crc32c(content))
+        #expect(partNames(h.store).isEmpty, "parts and intermediates deleted: \(partNames(h.store))")
+    }
+
+    /// A failure at `operation` fails the close with `errno`, leaves no
+    /// object and no part, and keeps the bytes in the recovery folder.
+    func expectFailure(at operation: InMemoryObjectStore.Operation, _ error: StoreError, errno: Int32) async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache))
+        let content = bytes(100_000, seed: 5)
+        h.store.failNext(1, with: error, operations: [operation])
+        await expectErrno(errno) { try await write(h, "big.bin", content) }
+        #expect(!h.store.objectNames.contains("big.bin"))
+        #expect(partNames(h.store).isEmpty, "\(partNames(h.store))")
+        let kept = recovered(cache)
+        #expect(kept.map(\.entry.object) == ["big.bin"])
+        #expect(kept.first.map { FileManager.default.contents(atPath: $0.path) } == content)
+    }
+
+    @Test func aFailedPartLeavesNoObjectAndKeepsTheBytes() async throws {
+        try await expectFailure(at: .putRegion, .other("500 on one part"), errno: EIO)
+    }
+
+    @Test func partsRefusedByPermissionsTurnParallelUploadsOffForTheMount() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache))
+        // Credentials allowed to write the mounted names only.
+        h.store.setFaultHook { _, name in name.hasPrefix(PathRules.partsPrefix) ? .permissionDenied("403 outside the prefix") : nil }
+        let first = bytes(100_000, seed: 13), second = bytes(100_000, seed: 14)
+        try await write(h, "first.bin", first)
+        try await write(h, "second.bin", second)
+        #expect(h.store.data(of: "first.bin") == first && h.store.data(of: "second.bin") == second)
+        #expect(h.store.requestCount(.put) == 2, "each a single upload")
+        #expect(h.store.requestCount(.compose) == 0)
+        #expect(h.store.requestCount(.putRegion) <= 8, "parts tried for the first file only")
+        #expect(recovered(cache).isEmpty)
+    }
+
+    @Test func aFailedComposeLeavesNoObjectAndKeepsTheBytes() async throws {
+        try await expectFailure(at: .compose, .other("500 on compose"), errno: EIO)
+    }
+
+    // Checks semantics.md#parallel-uploads
+    @Test func anObjectThatChangedBeforeTheUploadIsESTALE() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache))
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "big.bin", mode: 0o644, flags: O_WRONLY)
+        _ = try await h.fs.write(entry.attributes.inode, handle: open.handle, offset: 0, data: bytes(100_000, seed: 6))
+        let theirs = h.store.seed("big.bin", Data("someone else's".utf8))
+        await expectErrno(ESTALE) { try await h.fs.flush(entry.attributes.inode, handle: open.handle) }
+        try await h.fs.release(entry.attributes.inode, handle: open.handle)
+        #expect(h.store.requestCount(.putRegion) == 0, "refused before any part went up")
+        #expect(try await h.store.stat("big.bin").generation == theirs.generation)
+        #expect(recovered(cache).map(\.entry.object) == ["big.bin"])
+    }
+
+    @Test func anObjectThatChangesWhileThePartsGoUpFailsTheComposeWithESTALE() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let inner = InMemoryObjectStore()
+        let fs = FileSystem(store: ConflictWhilePartsGoUp(inner: inner), options: Self.options(cache), clock: ManualClock(), mountTime: Date())
+        let h = Harness(store: inner, fs: fs, clock: ManualClock())
+        let store = inner
+        let content = bytes(100_000, seed: 7)
+        await expectErrno(ESTALE) { try await write(h, "big.bin", content) }
+        #expect(store.requestCount(.compose) == 1)
+        #expect(store.data(of: "big.bin") == Data("someone else's".utf8))
+        #expect(partNames(store).isEmpty)
+        #expect(recovered(cache).map(\.entry.object) == ["big.bin"])
+    }
+
+    @Test func aCompositeWithAnotherChecksumIsAFailedUploadAndTakenAway() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let inner = InMemoryObjectStore()
+        let store = ChecksumFlippingStore(inner: inner)
+        let fs = FileSystem(store: store, options: Self.options(cache), clock: ManualClock(), mountTime: Date())
+        let h = Harness(store: inner, fs: fs, clock: ManualClock())
+        await expectErrno(EIO) { try await write(h, "big.bin", bytes(100_000, seed: 8)) }
+        #expect(!inner.objectNames.contains("big.bin"), "\(inner.objectNames)")
+        #expect(partNames(inner).isEmpty)
+        #expect(recovered(cache).map(\.entry.object) == ["big.bin"])
+    }
+
+    @Test func partsThatCannotBeDeletedAreInStatusUntilTheyAre() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache))
+        let refuse = Atomic<Bool>(true)
+        h.store.setFaultHook { operation, name in
+            operation == .delete && name.hasPrefix(PathRules.partsPrefix) && refuse.load(ordering: .relaxed)
+                ? .permissionDenied("no delete") : nil
+        }
+        let content = bytes(100_000, seed: 9)
+        try await write(h, "big.bin", content)
+        #expect(h.store.data(of: "big.bin") == content, "the upload itself succeeded")
+        let left = h.fs.status().leftoverParts
+        #expect(left.count == 8 && Set(left) == Set(partNames(h.store)), "\(left)")
+        refuse.store(false, ordering: .relaxed)
+        try await write(h, "second.bin", content)
+        #expect(h.fs.status().leftoverParts.isEmpty)
+        #expect(partNames(h.store).isEmpty)
+    }
+
+    @Test func aBucketWithARetentionPolicyKeepsTheSingleUpload() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let store = InMemoryObjectStore()
+        store.setRetentionPeriod(86_400)
+        let h = try Harness(options: Self.options(cache), store: store)
+        try await write(h, "a.bin", bytes(100_000, seed: 10))
+        try await write(h, "b.bin", bytes(100_000, seed: 11))
+        #expect(store.requestCount(.put) == 2 && store.requestCount(.putRegion) == 0)
+        #expect(store.requestCount(.bucketMetadata) == 1, "asked once per mount")
+    }
+
+    @Test func aStoreWithoutComposeKeepsTheSingleUpload() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let store = InMemoryObjectStore(capabilities: .firebase)
+        let h = try Harness(options: Self.options(cache), store: store)
+        try await write(h, "a.bin", bytes(100_000, seed: 12))
+        #expect(store.requestCount(.put) == 1 && store.requestCount(.putRegion) == 0)
+    }
+
+    // Checks semantics.md#parallel-uploads
+    @Test func thePartsPrefixIsNeitherListedNorReachable() async throws {
+        let h = try Harness()
+        h.store.seed(PathRules.partsPrefix + "run/00000", Data("part".utf8))
+        h.store.seed("visible.txt", Data("x".utf8))
+        let names = try await h.list(InodeTable.root).map(\.name).filter { $0 != "." && $0 != ".." }
+        #expect(names == ["visible.txt"])
+        await expectErrno(ENOENT) { _ = try await h.fs.lookup(parent: InodeTable.root, name: ".bucketfs-parts") }
+        await expectErrno(EINVAL) { _ = try await h.fs.mkdir(parent: InodeTable.root, name: ".bucketfs-parts", mode: 0o755) }
+        await expectErrno(EINVAL) {
+            _ = try await h.fs.create(parent: InodeTable.root, name: ".bucketfs-parts", mode: 0o644, flags: O_WRONLY)
+        }
+        #expect(h.store.objectNames == [PathRules.partsPrefix + "run/00000", "visible.txt"])
+    }
+
+    @Test func partsSplitTheFileWithoutGapsOrOverlaps() {
+        let uploads = ParallelUploads(store: InMemoryObjectStore(), options: Self.options("/nonexistent", parts: 8, minPart: 8 << 20), logger: .init(label: "t"))
+        #expect(uploads.partRanges(256 << 20).count == 8)
+        #expect(uploads.partRanges(20 << 20).map(\.count) == [10 << 20, 10 << 20], "parts of at least 8 MiB")
+        #expect(!uploads.wouldTake(size: (16 << 20) - 1), "one part is no parallel upload")
+        #expect(uploads.wouldTake(size: 16 << 20))
+        for size: Int64 in [Self.threshold, 100_001, 1 << 30] {
+            let ranges = uploads.partRanges(size)
+            #expect(ranges.first?.lowerBound == 0 && ranges.last?.upperBound == size)
+            #expect(zip(ranges, ranges.dropFirst()).allSatisfy { $0.upperBound == $1.lowerBound })
+        }
+    }
+}
+
+/// A store in which another writer stores the destination while the
+/// first part goes up.
+private final class ConflictWhilePartsGoUp: ForwardingStore {
+    let inner: InMemoryObjectStore
+    let done = Atomic<Bool>(false)
+
+    init(inner: InMemoryObjectStore) {
+        self.inner = inner
+    }
+
+    func putRegion(_ name: String, from path: String, range: Range<Int64>, crc32c: UInt32, options: PutOptions) async throws(StoreError) -> ObjectInfo {
+        if !done.exchange(true, ordering: .relaxed) { inner.seed("big.bin", Data("someone else's".utf8)) }
+        return try await inner.putRegion(name, from: path, range: range, crc32c: crc32c, options: options)
+    }
+}
+
+/// A store whose compose answers another CRC32C than the object has, as a
+/// server that composed other bytes would.
+private struct ChecksumFlippingStore: ForwardingStore {
+    let inner: InMemoryObjectStore
+
+    func compose(_ sources: [String], into destination: String, options: PutOptions, expectedCRC32C: String) async throws(StoreError) -> ObjectInfo {
+        var info = try await inner.compose(sources, into: destination, options: options, expectedCRC32C: expectedCRC32C)
+        info.crc32c = "AAAAAA=="
+        return info
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import StorageKit
+import Testing
+import Transport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension MountTests {
+    /// Parallel composite uploads through the real binary on
+    /// fake-gcs-server: `cp` of a file above `-o parallel-upload-threshold`
+    /// goes up as parts side by side, composed into the object; checked
+    /// through the server's JSON API and its access log, not the mount.
+    @Suite struct ParallelUpload {
+        static let size = (40 << 20) + 12_345
+
+        @Test("cp of a file above the threshold: parts, one compose, the right bytes, CRC32C and type, no part left", .timeLimit(.minutes(3)))
+        func copyInParts() async throws {
+            let gcs = try await DirectGCS.fakeGCSServer(newBucket: "mt-parallel-\(UUID().uuidString.prefix(8).lowercased())")
+            let mount = try await Mount.start(
+                endpoint: gcs.base, bucket: gcs.bucket, prefix: "",
+                options: ["-o", "parallel-upload-threshold=4MiB", "-o", "parallel-upload-parts=5"])
+            defer { mount.cleanup() }
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            let data = MountEnv.pattern(Self.size, seed: 41)
+            try data.write(to: URL(fileURLWithPath: "\(scratch)/model.json"))
+            let small = MountEnv.pattern(3 << 20, seed: 42)
+            try small.write(to: URL(fileURLWithPath: "\(scratch)/small.bin"))
+
+            let cp = try await Tools.run("/bin/cp", ["\(scratch)/model.json", "\(scratch)/small.bin", mount.path])
+            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+
+            let resource = try #require(try await gcs.resource("model.json"), "model.json is not in the bucket")
+            #expect(resource["size"] as? String == "\(data.count)")
+            var crc = CRC32C()
+            crc.update(data)
+            #expect(resource["crc32c"] as? String == crc.base64, "crc32c \(resource["crc32c"] ?? "nil"), expected \(crc.base64)")
+            #expect(resource["contentType"] as? String == "application/json", "the type a single upload would set: \(resource["contentType"] ?? "nil")")
+            // The custom metadata a single upload sets (small.bin's): the mtime.
+            let metadata = resource["metadata"] as? [String: String] ?? [:]
+            let single = try await gcs.customMetadata("small.bin")
+            #expect(Set(metadata.keys) == Set(single.keys) && ObjectChecks.mtimeSeconds(metadata) != nil, "\(metadata) / \(single)")
+            let bytes = try await gcs.download("model.json")
+            let same = bytes == data
+            #expect(same, "the server's \(bytes.count) bytes differ from the \(data.count) written")
+            try await ObjectChecks.expect(gcs, "small.bin", holds: small, "below the threshold")
+            #expect(try await gcs.list(prefix: "") == ["model.json", "small.bin"], "no part left behind")
+
+            let log = try FakeGCSServerLog.requests(bucket: gcs.bucket)
+            let parts = log.filter { $0.hasPrefix("POST /upload/storage/v1/b/\(gcs.bucket)/o?") && $0.contains("ifGenerationMatch=0") }
+            let composes = log.filter { $0.hasPrefix("POST /storage/v1/b/\(gcs.bucket)/o/model.json/compose") }
+            let deletes = log.filter { $0.hasPrefix("DELETE /storage/v1/b/\(gcs.bucket)/o/.bucketfs-parts%2F") }
+            // 40 MiB in 5 parts of 8 MiB: each at or under the 8 MiB
+            // multipart limit, one POST each; small.bin is one more POST.
+            #expect(parts.count == 6, "\(parts.joined(separator: "\n"))")
+            #expect(composes.count == 1, "\(log.suffix(20).joined(separator: "\n"))")
+            #expect(deletes.count == 5, "\(deletes.joined(separator: "\n"))")
+            let ls = try await Tools.run("/bin/ls", ["-A", mount.path])
+            #expect(ls.lines == ["model.json", "small.bin"], "\(ls.out)")
+        }
+
+        // Through our own fake (Tests/Servers/fake_gcs.py), which checks
+        // compose's preconditions, keeps retention policies and injects
+        // faults; fake-gcs-server and gcp-storage-emulator ignore compose's
+        // ifGenerationMatch (ComposeTests).
+
+        /// A bucket of its own on fake_gcs.py, a mount of it with a 4 MiB
+        /// threshold, and 16 MiB to copy in (2 parts of 8 MiB).
+        static func fakeSetUp(_ label: String, options: [String] = []) async throws -> (DirectGCS, Mount, String, Data) {
+            let gcs = try DirectGCS.fake(bucket: "mt-\(label)-\(UUID().uuidString.prefix(8).lowercased())")
+            let scratch = try Scratch.directory()
+            let mount = try await Mount.start(
+                endpoint: try MountEnv.fake(), bucket: gcs.bucket, prefix: "", options: ["-o", "parallel-upload-threshold=4MiB"] + options,
+                cacheDir: scratch + "/cache")
+            let data = MountEnv.pattern(16 << 20, seed: 43)
+            try data.write(to: URL(fileURLWithPath: scratch + "/big.bin"))
+            return (gcs, mount, scratch, data)
+        }
+
+        static func recovered(_ scratch: String, _ gcs: DirectGCS) -> Data? {
+            FileManager.default.contents(atPath: "\(scratch)/cache/recovery/\(gcs.bucket)/big.bin")
+        }
+
+        // Checks semantics.md#parallel-uploads
+        @Test("the object written by someone else while the parts go up: the compose's precondition fails, cp sees ESTALE, theirs stays", .timeLimit(.minutes(3)))
+        func conflictAtCompose() async throws {
+            let (gcs, mount, scratch, data) = try await Self.fakeSetUp("pconflict")
+            defer {
+                mount.cleanup()
+                Scratch.remove(scratch)
+            }
+            // The first part's answer comes 2 s late; meanwhile another
+            // writer stores the object (after the mount checked it was absent).
+            try await gcs.fault(["method": "POST", "path_contains": "uploadType=multipart&ifGenerationMatch=0", "stall_seconds": 2])
+            async let copy = Tools.run("/bin/cp", [scratch + "/big.bin", mount.at("big.bin")])
+            let theirs = Data("the other writer's version\n".utf8)
+            var seen = false
+            for _ in 0..<100 where !seen {
+                seen = try await gcs.requests().contains { $0.method == "POST" && $0.query.contains("uploadType=multipart&ifGenerationMatch=0") }
+                if !seen { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(seen, "no part upload seen\nlog:\n\(mount.logTail())")
+            try await gcs.put("big.bin", theirs)
+            let cp = try await copy
+            #expect(!cp.ok && cp.stderr.contains("Stale file handle"), "\(cp.summary)\nlog:\n\(mount.logTail())")
+            let requests = try await gcs.requests()
+            #expect(requests.contains { $0.method == "POST" && $0.decodedPath.hasSuffix("/o/big.bin/compose") }, "the compose itself was refused")
+            try await ObjectChecks.expect(gcs, "big.bin", holds: theirs, "the other writer's object must be intact")
+            #expect(try await gcs.list(prefix: ".bucketfs-parts/").isEmpty, "parts deleted")
+            let kept = Self.recovered(scratch, gcs) == data
+            #expect(kept, "the bytes are in the recovery folder")
+        }
+
+        @Test("a compose that fails: cp sees EIO, no object, no part left, the bytes in the recovery folder", .timeLimit(.minutes(3)))
+        func composeFails() async throws {
+            let (gcs, mount, scratch, data) = try await Self.fakeSetUp(
+                "pfail", options: ["--retry-attempts", "1", "--upload-retry-time", "0", "--recovery-retry-interval", "0"])
+            defer {
+                mount.cleanup()
+                Scratch.remove(scratch)
+            }
+            try await gcs.fault(["method": "POST", "path_contains": "/compose", "status": 503, "count": 10])
+            let cp = try await Tools.run("/bin/cp", [scratch + "/big.bin", mount.at("big.bin")])
+            #expect(!cp.ok && cp.stderr.contains("Input/output error"), "\(cp.summary)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expectGone(gcs, "big.bin", "no partial object")
+            #expect(try await gcs.list(prefix: "").isEmpty, "parts deleted")
+            let kept = Self.recovered(scratch, gcs) == data
+            #expect(kept, "the bytes are in the recovery folder")
+        }
+
+        @Test("a bucket with a retention policy: the usual single upload, no part", .timeLimit(.minutes(3)))
+        func retentionPolicyKeepsTheSingleUpload() async throws {
+            let gcs = try DirectGCS.fake(bucket: "mt-retention-\(UUID().uuidString.prefix(8).lowercased())")
+            try await gcs.control("/_retention", ["bucket": gcs.bucket, "seconds": 3600])
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            let mount = try await Mount.start(
+                endpoint: try MountEnv.fake(), bucket: gcs.bucket, prefix: "", options: ["-o", "parallel-upload-threshold=4MiB"])
+            defer { mount.cleanup() }
+            let data = MountEnv.pattern(16 << 20, seed: 44)
+            try data.write(to: URL(fileURLWithPath: scratch + "/big.bin"))
+            let cp = try await Tools.run("/bin/cp", [scratch + "/big.bin", mount.at("big.bin")])
+            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(gcs, "big.bin", holds: data, "a single upload keeps its MD5")
+            let requests = try await gcs.requests().filter { $0.path.contains("/b/\(gcs.bucket)") }
+            #expect(!requests.contains { $0.path.hasSuffix("/compose") }, "\(requests)")
+            #expect(requests.contains { $0.method == "GET" && $0.path == "/storage/v1/b/\(gcs.bucket)" }, "the bucket's metadata was read")
+            #expect(mount.logTail(200).contains("retention policy"), "the mount says why\nlog:\n\(mount.logTail())")
+        }
+    }
+}
+
+extension DirectGCS {
+    /// fake_gcs.py only: a control request (`POST /_retention` and the like).
+    func control(_ path: String, _ spec: [String: Any]) async throws {
+        let response = try await Self.transport.send(HTTPRequest(
+            method: .post, url: base + path, headers: ["Content-Type": "application/json"],
+            body: .bytes(try JSONSerialization.data(withJSONObject: spec)), isIdempotent: false))
+        guard response.isSuccess else { throw HarnessError("POST \(path) answered \(response.status)") }
+    }
+}
+
+extension FakeGCSServerLog {
+    /// The request lines (`METHOD PATH?QUERY`) of bucket `bucket`, in order.
+    static func requests(bucket: String) throws -> [String] {
+        let path = try MountEnv.repo() + "/.build/servers/fake_gcs_server/stderr"
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        return text.split(separator: "\n").compactMap { line -> String? in
+            guard let start = line.range(of: "\\\""), let end = line.range(of: " HTTP/1.1", range: start.upperBound..<line.endIndex) else {
+                return nil
+            }
+            let request = String(line[start.upperBound..<end.lowerBound])
+            return request.contains("/b/\(bucket)/") ? request : nil
+        }
+    }
+}

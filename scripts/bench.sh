@@ -29,6 +29,7 @@
 #   BENCH_RTTS="0 20"      round-trip times in ms, one round each
 #   BENCH_CLOUD_SHAPES="20/32 50/64"  the cloud group's shapes: round trip
 #                          in ms / MiB/s per connection
+#   BENCH_CLOUD_ROUNDS=3   rounds of which each cloud cell is the median
 #   BENCH_GROUPS="..."     only these groups (names as in the row files)
 #   BENCH_BIN=PATH         measure that binary instead of building one
 #   BENCH_SCRATCH=DIR      build with --scratch-path DIR
@@ -75,6 +76,8 @@ RCLONE_FLAGS=()
 source "$REPO/scripts/bench/lib.sh"
 # shellcheck source=scripts/lib/docs.sh
 source "$REPO/scripts/lib/docs.sh"
+# shellcheck source=scripts/lib/release.sh
+source "$REPO/scripts/lib/release.sh"
 trap bench_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -96,20 +99,8 @@ COLUMNS_=(bucketfs rclone)
 
 say "setup"
 bash scripts/setup.sh
-if [[ -n "${BENCH_BIN:-}" ]]; then
-    say "using BENCH_BIN=$BENCH_BIN (no build)"
-    BIN="$BENCH_BIN"
-    BIN_KIND="binary $BENCH_BIN"
-else
-    scratch=()
-    [[ -z "${BENCH_SCRATCH:-}" ]] || scratch=(--scratch-path "$BENCH_SCRATCH")
-    say "building bucketfs (release)"
-    swift build -c release --product bucketfs "${scratch[@]}"
-    BIN="$(swift build -c release --show-bin-path "${scratch[@]}")/bucketfs"
-    BIN_KIND="release build"
-fi
-BIN="$(readlink -f "$BIN")"
-[[ -x "$BIN" ]] || { echo "bench: no bucketfs binary at $BIN" >&2; exit 1; }
+release_binary
+log "measuring $BIN ($BIN_KIND)"
 
 
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo 'no commit yet')"

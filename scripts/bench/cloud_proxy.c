@@ -14,19 +14,21 @@
 //   TCP handshake); nothing is read from the client until then;
 // * each direction is a serialiser of MIB_PER_S followed by half a round
 //   trip of propagation: a chunk read at t leaves the serialiser at
-//   end = max(t, previous end) + bytes / rate and is written to the other
-//   side at end + RTT/2, in order. The reader sleeps until `end` before it
-//   reads again, so bytes the link has not taken yet wait in the kernel's
-//   socket buffers (TCP backpressure on the sender), and the proxy holds
-//   only what is "on the wire" (at most --window bytes per direction,
-//   default 16 MiB; a writer whose reader is slow stops the reading);
+//   end = max(t - 4 ms, previous end) + bytes / rate (a token bucket 4 ms
+//   deep) and is written to the other side at end + RTT/2, in order. The
+//   reader sleeps until `end` before it reads again, so bytes the link has
+//   not taken yet wait in the kernel's socket buffers (TCP backpressure on
+//   the sender), and the proxy holds only what is "on the wire";
 // * --rate-mib 0 (the default) is no cap, --rtt-ms 0 no delay.
 //
-// Two threads per direction per connection (a reader that paces and stamps
-// chunks, a writer that delivers them when due) and one per connection that
-// makes the handshake and waits for both directions. A connection ends when
-// both directions have seen end of file (passed on as a half close) or
-// either side failed (then both sockets are shut down).
+// The bytes go socket -> pipe -> socket with splice(2), never through the
+// proxy's memory; the pipe's capacity (--window, default 16 MiB) is the
+// most one direction holds, and a writer whose reader is slow stops the
+// reading. Two threads per direction per connection (a reader that paces
+// and stamps chunks, a writer that delivers them when due) and one per
+// connection that makes the handshake and waits for both directions. A
+// connection ends when both directions have seen end of file (passed on as
+// a half close) or either side failed (then both sockets are shut down).
 //
 // --log PATH appends the lines scripts/bench/delay_proxy.py writes, so that
 // bench_helper.py round-trips reads both: "OPEN <time> <n>" when connection

@@ -52,6 +52,8 @@ SERVER_STARTED=0
 
 # shellcheck source=scripts/lib/processes.sh
 source "$REPO/scripts/lib/processes.sh"
+# shellcheck source=scripts/lib/release.sh
+source "$REPO/scripts/lib/release.sh"
 
 say() { printf '==> %s\n' "$*" | tee -a "$LOG" >&2; }
 
@@ -86,17 +88,7 @@ if ! dpkg -s valgrind >/dev/null 2>&1; then
     "${SUDO[@]}" apt-get update
     DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y valgrind
 fi
-if [[ -n "${BENCH_BIN:-}" ]]; then
-    BIN="$BENCH_BIN"
-else
-    scratch=()
-    [[ -z "${BENCH_SCRATCH:-}" ]] || scratch=(--scratch-path "$BENCH_SCRATCH")
-    say "building bucketfs (release)"
-    swift build -c release --product bucketfs "${scratch[@]}"
-    BIN="$(swift build -c release --show-bin-path "${scratch[@]}")/bucketfs"
-fi
-BIN="$(readlink -f "$BIN")"
-[[ -x "$BIN" ]] || { echo "instructions: no bucketfs binary at $BIN" >&2; exit 1; }
+release_binary
 
 WORK="$(mktemp -d /tmp/bucketfs-instructions.XXXXXX)"
 # What valgrind 3.19 can run: the binary without its DWARF 5 debug info
@@ -205,6 +197,6 @@ top_functions reread
     echo "  cold read (fresh mount, empty cache dir):      $(per_mib "$cold" "$setup_cold") per MiB ($cold - $setup_cold)"
     echo "  re-read (new mount, same cache dir):           $(per_mib "$reread" "$setup_warm") per MiB ($reread - $setup_warm)"
     echo "  block files in the cache after the cold read:  $cached"
-    echo "bucketfs $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $BIN; $(valgrind --version)."
+    echo "bucketfs $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $BIN_KIND ($BIN); $(valgrind --version)."
 } | tee -a "$LOG"
 echo "(details and the top functions in ${LOG#"$REPO"/})"

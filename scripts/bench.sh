@@ -211,7 +211,7 @@ else
         print_tables
     } >"$OUT_DIR/docs-table.md"
     replace_generated "$PAGE" bench.sh "$OUT_DIR/docs-table.md"
-    echo "bench: wrote the table into ${PAGE#"$REPO"/}"
+    echo "bench: wrote the tables into ${PAGE#"$REPO"/}"
 fi
 
 if ((failed)); then

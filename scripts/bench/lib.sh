@@ -6,16 +6,20 @@
 # Globals the driver sets before sourcing the rows: REPO WORK OUT_DIR LOG
 # PY HELPER BIN BUCKET, and per round (one round per round-trip time):
 # RTT (ms) and BASE (the emulator's address as the clients see it: direct
-# at 0 ms, through a delay proxy otherwise).
+# at 0 ms, through a delay proxy otherwise). A group that measures at
+# network shapes of its own (rows/15-cloud.sh) sets RTT, BASE and SHAPE
+# locally while it measures one.
 
 # ---------------------------------------------------------------- rows
 
 ROW_ORDER=()         # row keys in table order
+SHAPE_ROW_ORDER=()   # rows of the second table (columns per network shape)
 declare -A LABEL=()  # row key -> label
 declare -A UNIT=()   # row key -> s | rate (how a 20 ms cell is annotated)
-declare -A CELL=()   # "key,column,rtt" -> text
-declare -A ROUND_TRIPS=() # "key,column,rtt" -> round trips the proxies saw
+declare -A CELL=()   # "key,column,rtt" (or "key,column,shape") -> text
+declare -A ROUND_TRIPS=() # the same keys -> round trips the proxies saw
 GROUPS_=()           # group names in order
+SHAPE=""             # the network shape measured now ("RTT/MIB"), if any
 
 # bench_group NAME: a group of rows measured together (functions NAME_curl
 # and NAME_fs COLUMN, optional NAME_seed once before the first round and
@@ -29,6 +33,22 @@ bench_row() {
     LABEL[$1]="$2"
     UNIT[$1]="${3:-}"
 }
+
+# bench_shape_row KEY LABEL [s]: a row of the second table, whose columns
+# are network shapes ("RTT/MIB": a round trip of RTT ms and MIB MiB/s per
+# connection, made by scripts/bench/cloud_proxy.c) instead of round-trip
+# times; its cells are set while SHAPE names one
+bench_shape_row() {
+    SHAPE_ROW_ORDER+=("$1")
+    LABEL[$1]="$2"
+    UNIT[$1]="${3:-}"
+}
+
+# where cells are set now: the shape being measured, else the round's RTT
+cell_at() { printf '%s' "${SHAPE:-$RTT}"; }
+# the same for people: "20 ms" or "20 ms, 32 MiB/s"
+at_label() { if [[ -n "$SHAPE" ]]; then shape_label "$SHAPE"; else printf '%s ms' "$RTT"; fi; }
+shape_label() { printf '%s ms, %s MiB/s' "${1%/*}" "${1#*/}"; } # RTT/MIB
 
 say() { printf '==> %s\n' "$*" | tee -a "$LOG" >&2; }
 log() { printf '%s\n' "$*" >>"$LOG"; }
@@ -72,7 +92,7 @@ rate_mib() { awk -v n="$1" -v s="$2" 'BEGIN { if (s <= 0) exit 1; printf "%.0f",
 # runs a command with the workload time limit (SIGKILL 5 s after SIGTERM)
 limited() { timeout -k 5 "$WORKLOAD_TIMEOUT" "$@"; }
 
-set_cell() { CELL[$1,$2,$RTT]="$3"; }
+set_cell() { CELL[$1,$2,$(cell_at)]="$3"; }
 
 # measure ROW COLUMN FUNC ARGS...: runs FUNC (in a background subshell, so
 # that `set -e` applies inside it) and stores the last line it printed in
@@ -81,7 +101,7 @@ measure() {
     local row="$1" col="$2" out rc=0 value before
     shift 2
     out="$WORK/measure.out"
-    log "--- $row / $col / ${RTT} ms: $*"
+    log "--- $row / $col / $(at_label): $*"
     before="$(request_count)"
     local t0 t1
     t0=$(now)
@@ -92,19 +112,39 @@ measure() {
     t1=$(now)
     log "    requests to the emulator: $(request_summary "$before")"
     if [[ "$RTT" != 0 ]]; then
-        ROUND_TRIPS[$row,$col,$RTT]="$("$PY" "$HELPER" round-trips "$RTT" "$t0" "$t1" "$OUT_DIR"/proxy-*-"$RTT".log)"
-        log "    round trips through the delay proxies: ${ROUND_TRIPS[$row,$col,$RTT]}"
+        ROUND_TRIPS[$row,$col,$(cell_at)]="$("$PY" "$HELPER" round-trips "$RTT" "$t0" "$t1" "$OUT_DIR"/proxy-*-"$RTT".log)"
+        log "    round trips through the delay proxies: ${ROUND_TRIPS[$row,$col,$(cell_at)]}"
     fi
     value="$(tail -n 1 "$out" 2>/dev/null || true)"
     if ((rc != 0)) || [[ -z "$value" ]]; then
         log "    FAILED (exit $rc)"
-        printf '    %-8s %4s ms  %-52s error (exit %s, see %s)\n' "$col" "$RTT" "${LABEL[$row]}" "$rc" "$LOG" >&2
+        printf '    %-8s %7s  %-52s error (exit %s, see %s)\n' "$col" "$(at_label)" "${LABEL[$row]}" "$rc" "$LOG" >&2
         set_cell "$row" "$col" error
         return 0
     fi
     log "    = $value"
-    printf '    %-8s %4s ms  %-52s %s\n' "$col" "$RTT" "${LABEL[$row]}" "$value" >&2
+    printf '    %-8s %7s  %-52s %s\n' "$col" "$(at_label)" "${LABEL[$row]}" "$value" >&2
     set_cell "$row" "$col" "$value"
+}
+
+# keep_round ROW COLUMN: appends the cell just measured to ROUNDS[ROW,COLUMN]
+# (for a cell that is the median of several rounds; see median_cell)
+declare -A ROUNDS=()
+keep_round() { ROUNDS[$1,$2]+="${CELL[$1,$2,$(cell_at)]:-error}"$'\n'; }
+
+# median_cell ROW COLUMN: the cell becomes the median (by leading number)
+# of the rounds kept, its note included; error only if every round failed
+median_cell() {
+    local row="$1" col="$2" values n
+    values="$(printf '%s' "${ROUNDS[$row,$col]:-}" | { grep -E '^[0-9]' || true; } | sort -n -k1,1)"
+    n="$(printf '%s\n' "$values" | grep -c . || true)"
+    unset "ROUNDS[$row,$col]"
+    if ((n == 0)); then
+        set_cell "$row" "$col" error
+        return 0
+    fi
+    set_cell "$row" "$col" "$(printf '%s\n' "$values" | sed -n "$(((n + 1) / 2))p")"
+    log "    median of $n rounds for $row / $col: ${CELL[$row,$col,$(cell_at)]}"
 }
 
 # marks the cells of ROWS... of COLUMN as failed (a mount or seed failed)
@@ -113,7 +153,7 @@ fail_cells() {
     shift 2
     for row in "$@"; do
         set_cell "$row" "$col" error
-        printf '    %-8s %4s ms  %-52s error (%s, see %s)\n' "$col" "$RTT" "${LABEL[$row]}" "$why" "$LOG" >&2
+        printf '    %-8s %7s  %-52s error (%s, see %s)\n' "$col" "$(at_label)" "${LABEL[$row]}" "$why" "$LOG" >&2
     done
 }
 
@@ -316,7 +356,7 @@ start_logged() {
     return 1
 }
 
-declare -A PROXY_PORT=() # "port,rtt" -> proxy port
+declare -A PROXY_PORT=() # "port,rtt" (delay proxy) or "port,rtt,mib" (cloud proxy) -> its port
 
 # endpoint PORT: sets ENDPOINT, the address of the server on PORT as seen at
 # $RTT ms (a delay proxy, started once per port and round-trip time, for
@@ -335,6 +375,28 @@ endpoint() {
         log "proxy: 127.0.0.1:${PROXY_PORT[$key]} -> $port at $RTT ms"
     fi
     ENDPOINT="http://127.0.0.1:${PROXY_PORT[$key]}"
+}
+
+# shaped_endpoint PORT RTT MIB: sets ENDPOINT, the server on PORT through
+# scripts/bench/cloud_proxy.c with a round trip of RTT ms and MIB MiB/s per
+# connection and direction (0: no delay, no cap), started once per shape
+# (built with cc the first time), and PROXY_PID to its process. Its log is
+# named like the delay proxies' (proxy-*-RTT.log), so that measure counts
+# round trips through it. Call it in this shell (it may start a process).
+declare -A SHAPED_PID=() # "port,rtt,mib" -> proxy PID
+PROXY_PID=""
+shaped_endpoint() {
+    local port="$1" rtt="$2" mib="$3" key="$1,$2,$3" bin="$WORK/cloud_proxy"
+    if [[ -z "${PROXY_PORT[$key]:-}" ]]; then
+        [[ -x "$bin" ]] || cc -O2 -pthread -o "$bin" "$REPO/scripts/bench/cloud_proxy.c"
+        start_logged "proxy-$port-$mib-$rtt" "$bin" --target "127.0.0.1:$port" --rtt-ms "$rtt" \
+            --rate-mib "$mib" --log "$OUT_DIR/proxy-cloud-$port-${mib}mib-$rtt.log"
+        PROXY_PORT[$key]="$STARTED_PORT"
+        SHAPED_PID[$key]="${PIDS[-1]}"
+        log "proxy: 127.0.0.1:${PROXY_PORT[$key]} -> $port at $rtt ms, $mib MiB/s per connection (0: no cap)"
+    fi
+    ENDPOINT="http://127.0.0.1:${PROXY_PORT[$key]}"
+    PROXY_PID="${SHAPED_PID[$key]}"
 }
 
 # The scale server (Tests/Servers/fake_gcs.py): real paging, and bulk
@@ -511,23 +573,52 @@ cell_text() {
     printf '%s' "$value"
 }
 
-print_table() { # RTT...
-    local row col rtt header="| workload |" rule="|---|"
-    for rtt in "$@"; do
+# print_rows ROWS_ARRAY KEY=HEADING...: a markdown table of the rows named
+# in ROWS_ARRAY, three columns (curl, bucketfs, rclone) per KEY (a round-trip
+# time or a shape), headed "tool, HEADING"; a row without any cell (its
+# group did not run) is left out, and a table without rows is not printed
+print_rows() {
+    local -n rows_="$1"
+    shift
+    local row col spec header="| workload |" rule="|---|" measured=()
+    for row in "${rows_[@]}"; do
+        for spec in "$@"; do
+            for col in curl bucketfs rclone; do
+                if [[ -n "${CELL[$row,$col,${spec%%=*}]+set}" ]]; then
+                    measured+=("$row")
+                    continue 3
+                fi
+            done
+        done
+    done
+    ((${#measured[@]})) || return 0
+    for spec in "$@"; do
         for col in curl bucketfs rclone; do
-            header+=" $col, $rtt ms |"
+            header+=" $col, ${spec#*=} |"
             rule+="---:|"
         done
     done
     echo "$header"
     echo "$rule"
-    for row in "${ROW_ORDER[@]}"; do
+    for row in "${measured[@]}"; do
         printf '| %s |' "${LABEL[$row]}"
-        for rtt in "$@"; do
+        for spec in "$@"; do
             for col in curl bucketfs rclone; do
-                printf ' %s |' "$(cell_text "$row" "$col" "$rtt")"
+                printf ' %s |' "$(cell_text "$row" "$col" "${spec%%=*}")"
             done
         done
         printf '\n'
     done
+}
+
+print_table() { # RTT...: the rows of every group, a column per round-trip time
+    local rtt specs=()
+    for rtt in "$@"; do specs+=("$rtt=$rtt ms"); done
+    print_rows ROW_ORDER "${specs[@]}"
+}
+
+print_shape_table() { # SHAPE...: the shape rows, a column per shape
+    local shape specs=()
+    for shape in "$@"; do specs+=("$shape=$(shape_label "$shape")"); done
+    print_rows SHAPE_ROW_ORDER "${specs[@]}"
 }

@@ -49,25 +49,6 @@ curl_seq() {
 # against ~900 minutes later).
 READ_ROUNDS="${BENCH_READ_ROUNDS:-3}"
 
-# keep_round ROW COLUMN: appends the cell just measured to ROUNDS[ROW,COLUMN]
-declare -A ROUNDS=()
-keep_round() { ROUNDS[$1,$2]+="${CELL[$1,$2,$RTT]:-error}"$'\n'; }
-
-# median_cell ROW COLUMN: the cell becomes the median (by leading number)
-# of the rounds kept, its note included; error only if every round failed
-median_cell() {
-    local row="$1" col="$2" values n
-    values="$(printf '%s' "${ROUNDS[$row,$col]:-}" | grep -E '^[0-9]' | sort -n -k1,1)"
-    n="$(printf '%s\n' "$values" | grep -c . || true)"
-    unset "ROUNDS[$row,$col]"
-    if ((n == 0)); then
-        set_cell "$row" "$col" error
-        return 0
-    fi
-    set_cell "$row" "$col" "$(printf '%s\n' "$values" | sed -n "$(((n + 1) / 2))p")"
-    log "    median of $n rounds for $row / $col: ${CELL[$row,$col,$RTT]}"
-}
-
 read_curl() {
     local round
     for round in $(seq 1 "$READ_ROUNDS"); do

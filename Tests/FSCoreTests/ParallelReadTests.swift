@@ -111,19 +111,25 @@ struct ParallelReadTests {
 
     @Test func theMeasuredLinkTurnsAStreamIntoParts() async throws {
         let inner = InMemoryObjectStore()
-        let content = bytes(48 * MiB, seed: 33)
+        let content = bytes(64 * MiB, seed: 33)
         let info = inner.seed("f", content)
-        // 10 ms round trip, 16 MiB/s per connection: far below one stream's
+        // 10 ms round trip, 32 MiB/s per connection: far below one stream's
         // 256 MiB/s, so parts of 8 MiB (the default configuration).
-        let store = SlowLinkStore(inner: inner, delay: .milliseconds(10), rate: 16 << 20)
+        let store = SlowLinkStore(inner: inner, delay: .milliseconds(10), rate: 32 << 20)
         let file = FileReader(objectName: "f", info: info, store: store, cache: nil, budget: ReadAheadBudget(limit: 256 << 20),
                               readAhead: ReadAhead.Configuration(), logger: Logger(label: "test"))
         #expect(try await readInOrder(file, to: content.count) == content)
         file.close()
         let log = store.log.withLock { $0 }
-        let parts = log.ranges.filter { $0.lowerBound >= 16 << 20 && $0.lowerBound % (8 << 20) == 0 && $0.count == 8 * MiB }
-        #expect(parts.count >= 3, "8 MiB parts once a request has shown the link: \(log.ranges)")
-        #expect(log.peak >= 3, "side by side: at most \(log.peak) at once")
+        // In the order asked: once a first block has shown the link (how
+        // far the stream got before that depends on timing), every
+        // request is a part of at most 8 MiB.
+        let first = log.ranges.firstIndex { $0.lowerBound % (8 << 20) == 0 && $0.count == 8 * MiB }
+        #expect(first != nil, "8 MiB parts once a request has shown the link: \(log.ranges)")
+        if let first {
+            #expect(log.ranges[first...].allSatisfy { $0.count <= 8 * MiB }, "\(log.ranges)")
+        }
+        #expect(log.peak >= 2, "side by side: at most \(log.peak) at once")
     }
 
     @Test func aFailedPartIsAskedAgainAloneWhileLaterPartsStand() async throws {

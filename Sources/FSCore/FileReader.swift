@@ -87,7 +87,11 @@ final class FileReader: Sendable {
             case .direct(let range):
                 pieces.append(try await readDirect(range))
             case .buffered(let part, let range):
-                switch await part.block.value {
+                // A read that ends inside the block (a file's first, small
+                // reads) is served as soon as its bytes have come, by a copy;
+                // a read to the block's end waits for the whole block.
+                let prefix = Int(range.upperBound - part.range.lowerBound)
+                switch await part.block.value(prefix: prefix < part.range.count ? prefix : nil) {
                 case .success(let data):
                     let from = Int(range.lowerBound - part.range.lowerBound)
                     pieces.append(data[(data.startIndex + from)..<(data.startIndex + from + range.count)])
@@ -358,6 +362,11 @@ final class StreamBlock: Sendable {
     private struct Progress {
         var result: Result<Data, StoreError>?
         var waiting: [UInt64: Waiter] = [:]
+        /// Waiters for the block's first `need` bytes only.
+        var early: [UInt64: (need: Int, waiter: Waiter)] = [:]
+        /// How many of the block's bytes have come, and where they are.
+        var arrived = 0
+        var filling: ByteSink?
         var lastWaiter: UInt64 = 0
         /// Waiters cancelled before they stored their continuation.
         var gaveUp: Set<UInt64> = []
@@ -367,37 +376,57 @@ final class StreamBlock: Sendable {
     init(range: Range<Int64>) { self.range = range }
 
     /// The block's bytes once the stream has delivered them, or its
-    /// failure. A waiter whose Task is cancelled (the kernel interrupted
-    /// its read) gets `.cancelled` at once; the stream goes on for the
-    /// others. A block already delivered is returned without a hand-over.
-    var value: Result<Data, StoreError> {
-        get async {
-            let (ready, id) = progress.withLock { p -> (Result<Data, StoreError>?, UInt64) in
-                if let result = p.result { return (result, 0) }
-                p.lastWaiter += 1
-                return (nil, p.lastWaiter)
-            }
-            if let ready { return ready }
-            return await withTaskCancellationHandler {
-                await withCheckedContinuation { (continuation: Waiter) in
-                    let answer = progress.withLock { p -> Result<Data, StoreError>? in
-                        if let result = p.result { return result }
-                        if p.gaveUp.remove(id) != nil { return .failure(.cancelled) }
-                        p.waiting[id] = continuation
-                        return nil
-                    }
-                    if let answer { continuation.resume(returning: answer) }
-                }
-            } onCancel: {
-                let waiter = progress.withLock { p -> Waiter? in
-                    guard p.result == nil else { return nil }
-                    if let waiter = p.waiting.removeValue(forKey: id) { return waiter }
-                    p.gaveUp.insert(id)
+    /// failure; with `prefix`, its first `prefix` bytes (a copy) as soon as
+    /// they have come. A waiter whose Task is cancelled (the kernel
+    /// interrupted its read) gets `.cancelled` at once; the stream goes on
+    /// for the others. A block already delivered is returned without a
+    /// hand-over.
+    func value(prefix need: Int? = nil) async -> Result<Data, StoreError> {
+        let (ready, id, source) = progress.withLock { p -> (Result<Data, StoreError>?, UInt64, ByteSink?) in
+            if let result = p.result { return (result, 0, nil) }
+            p.lastWaiter += 1
+            return (nil, p.lastWaiter, need.map { $0 <= p.arrived } == true ? p.filling : nil)
+        }
+        if let ready { return ready }
+        // Copied outside the lock; short if the block was completed (its
+        // sink emptied) meanwhile: then the whole block is a moment away.
+        if let source, let need, case let bytes = source.copyPrefix(need), bytes.count >= need { return .success(bytes) }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: Waiter) in
+                let answer = progress.withLock { p -> Result<Data, StoreError>? in
+                    if let result = p.result { return result }
+                    if p.gaveUp.remove(id) != nil { return .failure(.cancelled) }
+                    // Bytes that came since the check above are handed over
+                    // by the next `progressed` or by `finish`.
+                    if let need { p.early[id] = (need, continuation) } else { p.waiting[id] = continuation }
                     return nil
                 }
-                waiter?.resume(returning: .failure(.cancelled))
+                if let answer { continuation.resume(returning: answer) }
             }
+        } onCancel: {
+            let waiter = progress.withLock { p -> Waiter? in
+                guard p.result == nil else { return nil }
+                if let waiter = p.waiting.removeValue(forKey: id) ?? p.early.removeValue(forKey: id)?.waiter { return waiter }
+                p.gaveUp.insert(id)
+                return nil
+            }
+            waiter?.resume(returning: .failure(.cancelled))
         }
+    }
+
+    /// The stream has put the block's first `arrived` bytes into `sink`
+    /// (called by the stream, between two of its appends): waiters for a
+    /// prefix that has come get a copy of it.
+    func progressed(_ arrived: Int, in sink: ByteSink) {
+        let due = progress.withLock { p -> [(need: Int, waiter: Waiter)] in
+            p.arrived = arrived
+            p.filling = sink
+            guard !p.early.isEmpty else { return [] }
+            let ready = p.early.filter { $0.value.need <= arrived }
+            for id in ready.keys { p.early.removeValue(forKey: id) }
+            return Array(ready.values)
+        }
+        for (need, waiter) in due { waiter.resume(returning: .success(sink.copyPrefix(need))) }
     }
 
     /// Settles the block once; later calls do nothing.
@@ -406,8 +435,12 @@ final class StreamBlock: Sendable {
             guard p.result == nil else { return [] }
             p.result = result
             p.gaveUp = []
-            defer { p.waiting = [:] }
-            return Array(p.waiting.values)
+            p.filling = nil
+            defer {
+                p.waiting = [:]
+                p.early = [:]
+            }
+            return Array(p.waiting.values) + p.early.values.map(\.waiter)
         }
         for waiter in waiting { waiter.resume(returning: result) }
     }
@@ -483,6 +516,8 @@ final class StreamFiller: @unchecked Sendable {
                 if next == 1, let firstByte { measured = (Int64(block.range.count), firstByte) }
                 keep(data, block.range.lowerBound)
                 block.finish(.success(data))
+            } else {
+                block.progressed(filled, in: sink)
             }
         }
     }
@@ -541,6 +576,15 @@ final class ByteSink: @unchecked Sendable {
         }
         (target + count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         count += bytes.count
+    }
+
+    /// A copy of the first `count` bytes (fewer if fewer have come, or
+    /// none once `take` has emptied the sink).
+    func copyPrefix(_ count: Int) -> Data {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let target = buffer else { return Data() }
+        return Data(bytes: target, count: min(count, self.count))
     }
 
     /// The bytes so far; the sink is empty afterwards.

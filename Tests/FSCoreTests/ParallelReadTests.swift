@@ -21,6 +21,8 @@ struct ParallelReadTests {
             var inFlight = 0
             var peak = 0
             var failing: Set<Int64> = []
+            /// When the body's bytes up to each offset had been handed over.
+            var delivered: [(upTo: Int64, at: ContinuousClock.Instant)] = []
         }
         let inner: InMemoryObjectStore
         let delay: Duration
@@ -59,6 +61,7 @@ struct ParallelReadTests {
             while at < range.upperBound {
                 let next = min(range.upperBound, at + piece)
                 _ = try await inner.read(name, generation: generation, range: at..<next, into: sink)
+                log.withLock { $0.delivered.append((next, .now)) }
                 at = next
                 let due = started + .seconds(Double(at - range.lowerBound) / Double(rate))
                 try? await Task.sleep(until: due, clock: .continuous)
@@ -130,6 +133,29 @@ struct ParallelReadTests {
             #expect(log.ranges[first...].allSatisfy { $0.count <= 8 * MiB }, "\(log.ranges)")
         }
         #expect(log.peak >= 2, "side by side: at most \(log.peak) at once")
+    }
+
+    @Test func aSmallFirstReadIsAnsweredOnceItsBytesHaveComeNotTheWholeBlock() async throws {
+        let inner = InMemoryObjectStore()
+        let content = bytes(4 * MiB, seed: 34)
+        let info = inner.seed("f", content)
+        // 2 MiB/s: the first 1 MiB block takes half a second to come whole,
+        // its first 256 KiB a few milliseconds.
+        let store = SlowLinkStore(inner: inner, delay: .milliseconds(5), rate: 2 << 20)
+        let file = reader(store, info)
+        let first = try await file.read(offset: 0, size: 16 << 10)
+        let firstAnswered = ContinuousClock.now
+        #expect(first == content[0..<(16 << 10)])
+        // The rest of the block, to its end: the block itself, whole.
+        let rest = try await file.read(offset: 16 << 10, size: MiB - (16 << 10))
+        let restAnswered = ContinuousClock.now
+        #expect(rest == content[(16 << 10)..<MiB])
+        file.close()
+        // By the store's clock, not a time limit (a loaded machine stretches both).
+        let delivered = store.log.withLock { $0.delivered }
+        let whole = try #require(delivered.first { $0.upTo >= Int64(MiB) }?.at)
+        #expect(firstAnswered < whole, "the first 16 KiB were answered before the block's last bytes came")
+        #expect(restAnswered >= whole, "a read to the block's end waits for all of it")
     }
 
     @Test func aFailedPartIsAskedAgainAloneWhileLaterPartsStand() async throws {

@@ -78,7 +78,9 @@ public final class BlockCache: Sendable {
     public let blockSize: Int
     /// Memory queued background writes may hold; beyond it `store` does
     /// not cache the blocks (counted) rather than make a FUSE reply wait
-    /// for the disk or let memory grow without bound.
+    /// for the disk or let memory grow without bound. 96 MiB: with 32 MiB
+    /// a cold read at 580 MiB/s on loopback left 227 of 256 blocks cached
+    /// (the writer shares two cores with the read), with 96 MiB all 256.
     public let maxPendingBytes: Int
     private let logger: Logger
     private let files: ChunkFiles
@@ -93,7 +95,7 @@ public final class BlockCache: Sendable {
     /// `writer` is the serial queue background writes run on (tests pass
     /// one they suspend, to hold writes queued).
     public init(
-        directory: String, capacity: Int64, blockSize: Int = 1 << 20, maxBlocks: Int? = nil, maxPendingBytes: Int = 32 << 20,
+        directory: String, capacity: Int64, blockSize: Int = 1 << 20, maxBlocks: Int? = nil, maxPendingBytes: Int = 96 << 20,
         writer: DispatchQueue = DispatchQueue(label: "bucketfs.block-cache.writes"),
         logger: Logger = Logger(label: "bucketfs.cache")
     ) throws {

@@ -147,7 +147,7 @@ struct ReadTests {
         let open = try await h.fs.open(inode, flags: O_RDONLY)
         var offsets: [Int] = []
         var generator = SystemRandomNumberGenerator()
-        // 20 blocks at most: within the cache's write queue (32 MiB), so
+        // 20 blocks at most: within the cache's write queue (96 MiB), so
         // no block is dropped however slow the disk is under test load.
         for _ in 0..<20 { offsets.append(Int.random(in: 1..<(content.count - 4096), using: &generator)) }
         for offset in offsets {

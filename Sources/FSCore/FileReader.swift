@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import Transport
 
 /// The read side of one open file: bytes of exactly one generation, from
 /// read-ahead buffers, the block cache or ranged downloads, in that order.
@@ -205,7 +206,7 @@ final class FileReader: Sendable {
     /// (clock read by the caller, outside the lock).
     private func linkMeasured(bytes: Int64, firstByte: Duration, total: Duration) {
         state.withLock { state in
-            state.machine.linkMeasured(bytes: bytes, firstByte: firstByte.secondsValue, total: total.secondsValue)
+            state.machine.linkMeasured(bytes: bytes, firstByte: firstByte.seconds, total: total.seconds)
         }
     }
 

@@ -40,8 +40,9 @@
 ///   read-ahead budget: the budget, shared by every open file, is the
 ///   bound on memory), so that many parts are in flight. At 50 ms and
 ///   64 MiB/s per connection a 128 MiB window read at 223 MiB/s, a
-///   256 MiB one at 320 (curl's 8 ranged GETs: 394). Parts are block-aligned and delivered to the reader in order:
-///   a read waits for its own blocks only.
+///   256 MiB one at 320 (curl's 8 ranged GETs: 394). Parts are
+///   block-aligned and delivered to the reader in order: a read waits
+///   for its own blocks only.
 /// - Buffers the reader has passed are kept `keepBehind` bytes longer for
 ///   the late reads; older ones are read from the block cache.
 /// - A random read drops the stream (buffers and the request in flight);

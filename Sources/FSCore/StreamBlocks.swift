@@ -99,14 +99,6 @@ final class StreamBlock: Sendable {
     }
 }
 
-extension Duration {
-    /// In seconds, as a floating-point number.
-    var secondsValue: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}
-
 /// The request behind a stream, cancelled when no part waits for it.
 final class StreamRequest: @unchecked Sendable {
     // @unchecked: `task` is set once, under the reader's state lock, right

@@ -84,18 +84,22 @@ final class StreamBlock: Sendable {
 
     /// Settles the block once; later calls do nothing.
     func finish(_ result: Result<Data, StoreError>) {
-        let waiting = progress.withLock { p -> [Waiter] in
-            guard p.result == nil else { return [] }
+        // The sink is let go after the lock: its last release gives its
+        // buffer back to the pool, which takes the pool's lock.
+        let (waiting, sink) = progress.withLock { p -> ([Waiter], ByteSink?) in
+            guard p.result == nil else { return ([], nil) }
             p.result = result
             p.gaveUp = []
-            p.filling = nil
             defer {
+                p.filling = nil
                 p.waiting = [:]
                 p.early = [:]
             }
-            return Array(p.waiting.values) + p.early.values.map(\.waiter)
+            return (Array(p.waiting.values) + p.early.values.map(\.waiter), p.filling)
         }
-        for waiter in waiting { waiter.resume(returning: result) }
+        withExtendedLifetime(sink) {
+            for waiter in waiting { waiter.resume(returning: result) }
+        }
     }
 }
 
@@ -110,18 +114,39 @@ final class StreamRequest: @unchecked Sendable {
 /// Cuts a stream's body into its blocks as it arrives: each block's bytes
 /// are copied once, from the transport's buffer into the block's, and the
 /// full block is handed to the cache and to the readers waiting for it.
-/// The store calls `append` sequentially, from arbitrary threads.
-final class StreamFiller: @unchecked Sendable {
-    // @unchecked: `next` and `sink` are only touched with `lock` held.
-    private let lock = NSLock()
+/// The store calls `append` sequentially, from arbitrary threads, then
+/// `finish` or `fail` once.
+final class StreamFiller: Sendable {
+    /// Where the body has got to. The lock guards only this bookkeeping:
+    /// a sink is made, filled and handed on after it, since those take
+    /// locks of their own (the buffer pool's, the sink's, a block's, the
+    /// block cache's).
+    private struct Cursor: Sendable {
+        /// The block being filled; `blocks.count` once all are settled.
+        var next = 0
+        /// How many of its bytes have come, and where they are.
+        var filled = 0
+        var sink: ByteSink?
+        /// When the body's first bytes arrived.
+        var firstByte: ContinuousClock.Instant?
+    }
+
+    /// What one `append` does with its bytes in one block.
+    private struct Step {
+        let block: Int
+        let count: Int
+        let filled: Int
+        let sink: ByteSink?
+        /// The block is whole after these bytes.
+        let completes: Bool
+        /// When the body began, if these bytes complete the first block.
+        let firstBlockStarted: ContinuousClock.Instant?
+    }
+
     private let blocks: [StreamBlock]
+    private let cursor = OrderedLock("stream filler", Cursor())
     private let keep: @Sendable (Data, Int64) -> Void
-    private var next = 0
-    private var sink: ByteSink?
-    private var filled = 0
     private let firstBlock: @Sendable (Int64, ContinuousClock.Instant, ContinuousClock.Instant) -> Void
-    /// When the body's first bytes arrived.
-    private var firstByte: ContinuousClock.Instant?
 
     /// `firstBlock` hears the first block's size, when the body's first
     /// bytes arrived and when that block was whole (to measure the link).
@@ -135,35 +160,48 @@ final class StreamFiller: @unchecked Sendable {
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) {
-        // Read before the lock (a vDSO call); `append` runs sequentially.
+        // Read before the lock (a vDSO call).
         let now = ContinuousClock.now
-        var measured: (Int64, ContinuousClock.Instant)?
-        lock.lock()
-        defer {
-            lock.unlock()
-            if let (size, start) = measured { firstBlock(size, start, now) }
-        }
-        if firstByte == nil { firstByte = now }
         var rest = bytes
-        while !rest.isEmpty, next < blocks.count {
-            let block = blocks[next]
-            let sink = self.sink ?? ByteSink(capacity: block.range.count)
-            self.sink = sink
-            let take = min(rest.count, block.range.count - filled)
-            sink.append(UnsafeRawBufferPointer(rebasing: rest[..<take]))
-            filled += take
-            rest = UnsafeRawBufferPointer(rebasing: rest[take...])
-            if filled == block.range.count {
-                let data = sink.take()
-                self.sink = nil
-                filled = 0
-                next += 1
-                if next == 1, let firstByte { measured = (Int64(block.range.count), firstByte) }
-                keep(data, block.range.lowerBound)
-                block.finish(.success(data))
-            } else {
-                block.progressed(filled, in: sink)
+        while !rest.isEmpty, let step = advance(by: rest.count, at: now) {
+            let block = blocks[step.block]
+            let sink = step.sink ?? ByteSink(capacity: block.range.count)
+            if step.sink == nil, !step.completes {
+                cursor.withLock { c in if c.next == step.block { c.sink = sink } }
             }
+            sink.append(UnsafeRawBufferPointer(rebasing: rest[..<step.count]))
+            rest = UnsafeRawBufferPointer(rebasing: rest[step.count...])
+            guard step.completes else {
+                block.progressed(step.filled, in: sink)
+                continue
+            }
+            let data = sink.take()
+            keep(data, block.range.lowerBound)
+            block.finish(.success(data))
+            if let started = step.firstBlockStarted { firstBlock(Int64(block.range.count), started, now) }
+        }
+    }
+
+    /// Books `available` arriving bytes against the block being filled:
+    /// how many of them it takes, or nil once every block is settled.
+    private func advance(by available: Int, at now: ContinuousClock.Instant) -> Step? {
+        cursor.withLock { c -> Step? in
+            if c.firstByte == nil { c.firstByte = now }
+            guard c.next < blocks.count else { return nil }
+            let index = c.next
+            let size = blocks[index].range.count
+            let count = min(available, size - c.filled)
+            let sink = c.sink
+            c.filled += count
+            let step = Step(
+                block: index, count: count, filled: c.filled, sink: sink, completes: c.filled == size,
+                firstBlockStarted: index == 0 && c.filled == size ? c.firstByte : nil)
+            if step.completes {
+                c.next += 1
+                c.filled = 0
+                c.sink = nil
+            }
+            return step
         }
     }
 
@@ -173,73 +211,89 @@ final class StreamFiller: @unchecked Sendable {
     }
 
     func fail(_ error: StoreError) {
-        lock.lock()
-        let missing = blocks[min(next, blocks.count)...]
-        next = blocks.count
-        sink = nil
-        lock.unlock()
-        for block in missing { block.finish(.failure(error)) }
+        // The sink is let go after the lock (see `StreamBlock.finish`).
+        let (missing, sink) = cursor.withLock { c -> (ArraySlice<StreamBlock>, ByteSink?) in
+            defer {
+                c.next = blocks.count
+                c.sink = nil
+            }
+            return (blocks[min(c.next, blocks.count)...], c.sink)
+        }
+        withExtendedLifetime(sink) {
+            for block in missing { block.finish(.failure(error)) }
+        }
     }
 }
 
 /// Collects streamed bytes into one buffer of the expected size; the
-/// store calls it sequentially, but from arbitrary threads, hence the lock.
+/// store calls it sequentially, but from arbitrary threads, and readers
+/// of a block's prefix copy from it meanwhile, hence the lock.
 /// Buffers of 1 MiB and more come from `ReadBuffers`, so a streaming
 /// reader reuses memory whose pages are already mapped instead of
 /// faulting in fresh pages for every part.
-final class ByteSink: @unchecked Sendable {
-    // @unchecked: `buffer`, `capacity` and `count` are only touched with
-    // `lock` held; the buffer is owned here until `take` hands it to a Data.
-    private let lock = NSLock()
-    private var buffer: UnsafeMutableRawPointer?
-    private var capacity: Int
-    private var count = 0
+final class ByteSink: Sendable {
+    private struct Buffer: @unchecked Sendable {
+        // @unchecked: the memory `pointer` points to is owned by the sink
+        // (until `take` hands it to a Data) and touched only under its lock.
+        var pointer: UnsafeMutableRawPointer?
+        var capacity: Int
+        var count = 0
+    }
+    private let buffer: OrderedLock<Buffer>
 
     init(capacity: Int) {
         let allocated = ReadBuffers.shared.allocate(max(capacity, 1))
-        buffer = allocated?.pointer
-        self.capacity = allocated?.size ?? max(capacity, 1)
+        buffer = OrderedLock("stream block bytes", Buffer(pointer: allocated?.pointer, capacity: allocated?.size ?? max(capacity, 1)))
     }
 
     deinit {
-        if let buffer { ReadBuffers.shared.release(buffer, capacity) }
+        let left = buffer.withLock { b in (b.pointer, b.capacity) }
+        if let pointer = left.0 { ReadBuffers.shared.release(pointer, left.1) }
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard bytes.count > 0, var target = buffer else { return }
-        if count + bytes.count > capacity {
-            // More than announced (a server ignoring the range): grow.
-            let grown = max(capacity * 2, count + bytes.count)
-            let bigger = malloc(grown)!
-            bigger.copyMemory(from: target, byteCount: count)
-            ReadBuffers.shared.release(target, capacity)
-            target = bigger
-            buffer = bigger
-            capacity = grown
+        guard bytes.count > 0 else { return }
+        let outgrown = buffer.withLock { b -> (pointer: UnsafeMutableRawPointer, size: Int)? in
+            guard let target = b.pointer else { return nil }
+            var outgrown: (pointer: UnsafeMutableRawPointer, size: Int)?
+            if b.count + bytes.count > b.capacity {
+                // More than announced (a server ignoring the range): grow;
+                // the old buffer goes back to the pool after the lock.
+                let grown = max(b.capacity * 2, b.count + bytes.count)
+                let bigger = malloc(grown)!
+                bigger.copyMemory(from: target, byteCount: b.count)
+                outgrown = (target, b.capacity)
+                b.pointer = bigger
+                b.capacity = grown
+            }
+            // Sound: `b.pointer` has `b.capacity` bytes, checked above.
+            (b.pointer! + b.count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            b.count += bytes.count
+            return outgrown
         }
-        (target + count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-        count += bytes.count
+        if let outgrown { ReadBuffers.shared.release(outgrown.pointer, outgrown.size) }
     }
 
     /// A copy of the first `count` bytes (fewer if fewer have come, or
     /// none once `take` has emptied the sink).
     func copyPrefix(_ count: Int) -> Data {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let target = buffer else { return Data() }
-        return Data(bytes: target, count: min(count, self.count))
+        buffer.withLock { b in
+            guard let target = b.pointer else { return Data() }
+            return Data(bytes: target, count: min(count, b.count))
+        }
     }
 
     /// The bytes so far; the sink is empty afterwards.
     func take() -> Data {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let target = buffer, count > 0 else { return Data() }
-        buffer = nil
-        let data = ReadBuffers.shared.data(owning: target, count: count, size: capacity)
-        count = 0
-        return data
+        let taken = buffer.withLock { b -> Buffer? in
+            guard b.pointer != nil, b.count > 0 else { return nil }
+            defer {
+                b.pointer = nil
+                b.count = 0
+            }
+            return b
+        }
+        guard let taken, let pointer = taken.pointer else { return Data() }
+        return ReadBuffers.shared.data(owning: pointer, count: taken.count, size: taken.capacity)
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import FSCore
 
@@ -30,4 +31,67 @@ struct LockOrderTests {
         #expect(leaf.withLock { $0 } + outer.withLock { $0 } == 3)
     }
     #endif
+}
+
+/// The lock order the debug check enforces is the one docs/architecture.md
+/// states: every lock FSCore makes is in the doc's table, at the level the
+/// code gives it, and FSCore takes no lock that the check cannot see.
+@Suite("lock order documented")
+struct LockOrderDocumentTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Each `OrderedLock` FSCore creates: its name and level, from the source.
+    static func locksInCode() throws -> [String: LockLevel] {
+        var locks: [String: LockLevel] = [:]
+        for (file, text) in try sources() where !file.hasSuffix("OrderedLock.swift") {
+            for line in text.split(separator: "\n") {
+                guard let opening = line.range(of: #"OrderedLock(<[^(]*>)?\(""#, options: .regularExpression) else { continue }
+                let rest = line[opening.upperBound...]
+                let name = String(rest.prefix { $0 != "\"" })
+                let level: LockLevel = rest.dropFirst(name.count + 1).hasPrefix(", .outer") ? .outer : .leaf
+                locks[name] = level
+            }
+        }
+        return locks
+    }
+
+    /// The rows of the doc's lock table: name and level.
+    static func locksInDoc() throws -> [String: LockLevel] {
+        let doc = try String(contentsOf: repository.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        let section = doc.components(separatedBy: "## Lock order").dropFirst().first?.components(separatedBy: "\n## ").first ?? ""
+        var locks: [String: LockLevel] = [:]
+        for line in section.split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 2 else { continue }
+            locks[cells[0].trimmingCharacters(in: CharacterSet(charactersIn: "`"))] = cells[1] == "outer" ? .outer : .leaf
+        }
+        return locks
+    }
+
+    static func sources() throws -> [(String, String)] {
+        let root = repository.appendingPathComponent("Sources/FSCore")
+        let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)?.compactMap { $0 as? URL } ?? []
+        return try files.filter { $0.pathExtension == "swift" }.map { ($0.path, try String(contentsOf: $0, encoding: .utf8)) }
+    }
+
+    @Test func everyLockIsInTheDocAtItsLevel() throws {
+        let code = try Self.locksInCode()
+        let doc = try Self.locksInDoc()
+        #expect(code.count >= 10, "the scan found the locks: \(code.keys.sorted())")
+        for (name, level) in code.sorted(by: { $0.key < $1.key }) {
+            #expect(doc[name] == level, "lock \"\(name)\" (\(level)) in docs/architecture.md#lock-order: \(doc[name].map { "\($0)" } ?? "missing")")
+        }
+        for name in doc.keys where code[name] == nil {
+            Issue.record("docs/architecture.md#lock-order lists \"\(name)\", which FSCore no longer has")
+        }
+    }
+
+    @Test func fscoreTakesNoLockTheCheckCannotSee() throws {
+        let unseen = ["NSLock", "NSRecursiveLock", "NSCondition", "Mutex(", "Mutex<", "pthread_mutex", "os_unfair_lock", "DispatchSemaphore"]
+        for (file, text) in try Self.sources() where !file.hasSuffix("OrderedLock.swift") {
+            for kind in unseen where text.contains(kind) {
+                Issue.record("\(file) uses \(kind), which the lock-order check cannot see: use an OrderedLock")
+            }
+        }
+    }
 }

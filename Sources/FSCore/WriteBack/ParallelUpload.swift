@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import StorageKit
-import Synchronization
 
 /// Parallel composite uploads, as gcloud makes them
 /// (https://cloud.google.com/storage/docs/parallel-composite-uploads): a
@@ -53,7 +52,7 @@ final class ParallelUploads: Sendable {
     }
 
     // Leaf lock; nothing is awaited while it is held.
-    private let state = Mutex(State())
+    private let state = OrderedLock("parallel upload availability", State())
 
     init(store: any ObjectStore, options: MountOptions, logger: Logger) {
         self.store = store

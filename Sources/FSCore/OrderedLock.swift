@@ -1,7 +1,9 @@
 import Foundation
 import Synchronization
 
-/// A `Mutex` in FSCore's lock order (docs/architecture.md#lock-order),
+/// A `Mutex` in the lock order of FSCore and FuseBridge
+/// (docs/architecture.md#lock-order; `package`, so the bridge's locks are
+/// checked too),
 /// which has two levels:
 /// - a `leaf` takes no lock while it is held. The file system's one state
 ///   lock (`FileSystem.state`, which also holds every staged file's
@@ -16,26 +18,26 @@ import Synchronization
 /// Debug builds (the test suite, and the debug mounts of the mount tests)
 /// check the order at every acquisition and stop at the first violation,
 /// naming both locks; release builds take the mutex and nothing more.
-enum LockLevel: Sendable { case outer, leaf }
+package enum LockLevel: Sendable { case outer, leaf }
 
-final class OrderedLock<Value: Sendable>: Sendable {
+package final class OrderedLock<Value: Sendable>: Sendable {
     /// What the lock guards, for the debug check's message.
     let name: StaticString
     let level: LockLevel
     private let mutex: Mutex<Value>
 
     /// A leaf.
-    convenience init(_ name: StaticString, _ value: Value) {
+    package convenience init(_ name: StaticString, _ value: Value) {
         self.init(name, .leaf, value)
     }
 
-    init(_ name: StaticString, _ level: LockLevel, _ value: Value) {
+    package init(_ name: StaticString, _ level: LockLevel, _ value: Value) {
         self.name = name
         self.level = level
         self.mutex = Mutex(value)
     }
 
-    func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> sending Result) throws(E) -> sending Result {
+    package func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> sending Result) throws(E) -> sending Result {
         #if DEBUG
         LockOrder.acquire(name, level)
         defer { LockOrder.release() }

@@ -1,4 +1,5 @@
 internal import CFuse
+import FSCore
 import Synchronization
 
 /// FUSE_INTERRUPT: the kernel asks us to give up a request because a
@@ -24,7 +25,7 @@ final class InterruptibleRequests: Sendable {
     /// answered, and libfuse frees a request only after its answer, so an
     /// entry always belongs to a live request, never to an earlier one
     /// whose memory was reused.
-    private let entries = Mutex<[UInt: Entry]>([:])
+    private let entries = OrderedLock<[UInt: Entry]>("interrupted requests", [:])
     private let lastToken = Atomic<UInt64>(0)
 
     /// Starts watching `request` for an interrupt. Must be called before

@@ -21,7 +21,7 @@ import Logging
 
 func installExtendedAttributeOperations(_ ops: inout fuse_lowlevel_ops) {
     ops.getxattr = { req, inode, name, size in
-        guard let name = servedName(req, name, "getxattr", invalid: ENODATA) else { return }
+        guard let name = servedName(req, name, "getxattr", invalid: .noAttribute) else { return }
         respond(req, "getxattr", { fs throws(FSError) in try await fs.getxattr(inode, name: name) }) { reply, value in
             reply.xattr(value, size: size)
         }
@@ -32,7 +32,7 @@ func installExtendedAttributeOperations(_ ops: inout fuse_lowlevel_ops) {
         }
     }
     ops.setxattr = { req, inode, name, value, size, flags in
-        guard let name = servedName(req, name, "setxattr", invalid: EINVAL) else { return }
+        guard let name = servedName(req, name, "setxattr", invalid: .invalid) else { return }
         // Copied now: libfuse's buffer is only valid during this callback.
         let bytes = size == 0 ? Data() : Data(bytes: value!, count: size)
         respond(req, "setxattr", { fs throws(FSError) in
@@ -42,7 +42,7 @@ func installExtendedAttributeOperations(_ ops: inout fuse_lowlevel_ops) {
         }
     }
     ops.removexattr = { req, inode, name in
-        guard let name = servedName(req, name, "removexattr", invalid: ENODATA) else { return }
+        guard let name = servedName(req, name, "removexattr", invalid: .noAttribute) else { return }
         respond(req, "removexattr", { fs throws(FSError) in try await fs.removexattr(inode, name: name) }) { reply, _ in
             reply.success()
         }
@@ -50,22 +50,23 @@ func installExtendedAttributeOperations(_ ops: inout fuse_lowlevel_ops) {
 }
 
 /// The attribute name as Swift text if the core serves it. Otherwise the
-/// request is answered here and nil returned: EOPNOTSUPP for another
-/// namespace, `invalid` for a name that is not UTF-8 (no attribute can
-/// have it: ENODATA on reads and removals, EINVAL on a set).
-private func servedName(_ req: fuse_req_t?, _ name: UnsafePointer<CChar>?, _ operation: StaticString, invalid: Int32) -> String? {
+/// request is answered here and nil returned: `.notSupported` (EOPNOTSUPP)
+/// for another namespace, `invalid` for a name that is not UTF-8 (no
+/// attribute can have it: `.noAttribute` on reads and removals, `.invalid`
+/// on a set).
+private func servedName(_ req: fuse_req_t?, _ name: UnsafePointer<CChar>?, _ operation: StaticString, invalid: Refusal) -> String? {
     guard let name else {
-        Reply(req, operation).error(EINVAL)
+        Reply(req, operation).refuse(.invalid)
         return nil
     }
     guard let text = String(validatingCString: name) else {
         let reply = Reply(req, operation)
-        reply.context.logger.debug("FUSE xattr name is not UTF-8", metadata: ["op": "\(operation)", "errno": "\(invalid)"])
-        reply.error(invalid)
+        reply.context.logger.debug("FUSE xattr name is not UTF-8", metadata: ["op": "\(operation)", "errno": "\(invalid.code.name)"])
+        reply.refuse(invalid)
         return nil
     }
     guard ExtendedAttributeName.isServed(text) else {
-        Reply(req, operation).error(EOPNOTSUPP)
+        Reply(req, operation).refuse(.notSupported)
         return nil
     }
     return text

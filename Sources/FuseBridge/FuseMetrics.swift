@@ -8,7 +8,8 @@ import Foundation
 /// - `bucketfs_fuse_request_duration_seconds{operation}`: from the callback
 ///   to the reply, per operation (lookup, read, write, flush…).
 /// - `bucketfs_fuse_errors_total{operation, errno}`: requests answered with
-///   an error, by errno name (ENOENT, EIO…).
+///   an error, by errno name (ENOENT, EIO…: `ErrnoCode.name`, from the
+///   same table that chose the errno).
 ///
 /// Metric objects are made once per label set and kept.
 final class FuseMetrics: Sendable {
@@ -37,27 +38,13 @@ final class FuseMetrics: Sendable {
         timer.recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
     }
 
-    func recordError(_ operation: StaticString, errno: Int32) {
-        let key = "\(operation) \(errno)"
+    func recordError(_ operation: StaticString, errno: ErrnoCode) {
+        let key = "\(operation) \(errno.name)"
         let counter = Self.metric(key, in: errors) {
             Counter(
                 label: "bucketfs_fuse_errors_total",
-                dimensions: [("operation", "\(operation)"), ("errno", ErrnoName.of(errno))])
+                dimensions: [("operation", "\(operation)"), ("errno", errno.name)])
         }
         counter.increment()
-    }
-}
-
-/// Symbolic errno names for labels and logs.
-enum ErrnoName {
-    static func of(_ code: Int32) -> String {
-        let known: [Int32: String] = [
-            EPERM: "EPERM", ENOENT: "ENOENT", EIO: "EIO", EBADF: "EBADF", EAGAIN: "EAGAIN", ENOMEM: "ENOMEM",
-            EACCES: "EACCES", EBUSY: "EBUSY", EEXIST: "EEXIST", EXDEV: "EXDEV", ENOTDIR: "ENOTDIR", EISDIR: "EISDIR",
-            EINVAL: "EINVAL", EFBIG: "EFBIG", ENOSPC: "ENOSPC", EROFS: "EROFS", ERANGE: "ERANGE",
-            ENAMETOOLONG: "ENAMETOOLONG", ENOSYS: "ENOSYS", ENOTEMPTY: "ENOTEMPTY", ENODATA: "ENODATA",
-            ENOTSUP: "ENOTSUP", ESTALE: "ESTALE", EINTR: "EINTR", ETIMEDOUT: "ETIMEDOUT", E2BIG: "E2BIG",
-        ]
-        return known[code] ?? "E\(code)"
     }
 }

@@ -17,8 +17,11 @@ struct SendableReq: @unchecked Sendable {
 ///
 /// Non-copyable, so it cannot be answered twice: each `consuming` method
 /// sends one fuse_reply_* and ends the value (`discard self`). If a Reply
-/// is dropped unanswered, `deinit` answers EIO and logs an error, so the
-/// calling process gets an error instead of hanging.
+/// is dropped unanswered, `deinit` answers EIO (`Refusal.ioError`) and logs
+/// an error, so the calling process gets an error instead of hanging.
+///
+/// It names no errno itself: errors are `Refusal` cases or an `FSError`,
+/// both chosen in FSCore's table (ErrnoMapping.swift).
 ///
 /// Every stored property is trivial (a pointer and a StaticString), as
 /// `discard self` requires; the logger is fetched through the request's
@@ -114,32 +117,32 @@ struct Reply: ~Copyable, Sendable {
         if size == 0 {
             xattrSize(bytes.count)
         } else if bytes.count > size {
-            error(ERANGE)
+            refuse(.bufferTooSmall)
         } else {
             data(bytes)
         }
     }
 
-    /// Success for the operations that answer with no data.
+    /// Success for the operations that answer with no data (an error
+    /// reply of 0 is success in the FUSE protocol).
     consuming func success() {
-        error(0)
+        send { fuse_reply_err($0, 0) }
     }
 
-    consuming func error(_ errno: Int32) {
-        send { fuse_reply_err($0, errno) }
+    /// Answers a request the bridge refuses by itself, without the core.
+    consuming func refuse(_ refusal: Refusal) {
+        send { fuse_reply_err($0, refusal.errno) }
     }
 
-    /// Answers the error's errno (EIO if it carries none) and logs what
-    /// the kernel was told.
+    /// Answers the error's errno and logs what the kernel was told.
     consuming func failure(_ error: FSError) {
-        let errno = error.errno > 0 ? error.errno : EIO
-        // ENOENT is routine (every shell probes for missing names).
-        context.metrics.recordError(operation, errno: errno)
+        context.metrics.recordError(operation, errno: error.code)
         context.logger.log(
-            level: errno == ENOENT ? .trace : .debug,
+            // A missing name is routine (every shell probes for them).
+            level: error.code == Refusal.notFound.code ? .trace : .debug,
             "FUSE request failed",
-            metadata: ["operation": "\(operation)", "errno": "\(ErrnoName.of(errno))", "error": "\(error)"])
-        self.error(errno)
+            metadata: ["operation": "\(operation)", "errno": "\(error.code.name)", "error": "\(error)"])
+        send { fuse_reply_err($0, error.errno) }
     }
 
     /// forget and forget_multi are answered with no reply at all.
@@ -201,8 +204,8 @@ struct Reply: ~Copyable, Sendable {
     deinit {
         let req = request.raw
         BridgeContext.from(fuse_req_userdata(req)).logger.error(
-            "FUSE request dropped without a reply; answering EIO", metadata: ["op": "\(operation)"])
-        _ = fuse_reply_err(req, EIO)
+            "FUSE request dropped without a reply; answering \(Refusal.ioError.code.name)", metadata: ["op": "\(operation)"])
+        _ = fuse_reply_err(req, Refusal.ioError.errno)
     }
 }
 

@@ -181,7 +181,7 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
 func makeTemporaryDirectory() throws -> String {
     let directory = NSTemporaryDirectory().hasSuffix("/") ? NSTemporaryDirectory() : NSTemporaryDirectory() + "/"
     var template = Array((directory + "fusebridge-XXXXXX").utf8CString)
-    guard let path = mkdtemp(&template) else { throw FSError(errno, "mkdtemp") }
+    guard let path = mkdtemp(&template) else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     return String(cString: path)
 }
 

@@ -75,7 +75,7 @@ final class TinyFileSystem: FileSystemOperations {
 
     func lookup(parent: UInt64, name: String) async throws(FSError) -> EntryReply {
         guard let dir = nodes[parent], let child = dir.children.first(where: { nodes[$0]!.name == name }) else {
-            throw FSError(ENOENT, "no \(name) in \(parent)")
+            throw FSError(.notFound, "no \(name) in \(parent)")
         }
         counters.withLock { $0.lookupCounts[child, default: 0] += 1 }
         return entry(child)
@@ -93,18 +93,18 @@ final class TinyFileSystem: FileSystemOperations {
     }
 
     func getattr(_ inode: UInt64) async throws(FSError) -> AttributesReply {
-        guard let node = nodes[inode] else { throw FSError(ENOENT) }
+        guard let node = nodes[inode] else { throw FSError(.notFound) }
         return AttributesReply(attributes: node.attributes, timeout: 60)
     }
 
     func opendir(_ inode: UInt64) async throws(FSError) -> UInt64 {
-        guard let node = nodes[inode] else { throw FSError(ENOENT) }
-        guard node.attributes.mode & S_IFMT == S_IFDIR else { throw FSError(ENOTDIR) }
+        guard let node = nodes[inode] else { throw FSError(.notFound) }
+        guard node.attributes.mode & S_IFMT == S_IFDIR else { throw FSError(.notDirectory) }
         return nextHandle.add(1, ordering: .relaxed).newValue
     }
 
     func readdir(_ inode: UInt64, handle: UInt64, offset: Int64) async throws(FSError) -> [DirectoryEntry] {
-        guard let node = nodes[inode] else { throw FSError(ENOENT) }
+        guard let node = nodes[inode] else { throw FSError(.notFound) }
         let all = [(".", inode), ("..", node.parent)] + node.children.map { (nodes[$0]!.name, $0) }
         guard offset < all.count else { return [] }
         return all.enumerated().dropFirst(Int(offset)).map { index, item in
@@ -116,13 +116,13 @@ final class TinyFileSystem: FileSystemOperations {
 
     func open(_ inode: UInt64, flags: Int32) async throws(FSError) -> OpenReply {
         counters.withLock { $0.openFlags.append(flags) }
-        guard nodes[inode] != nil else { throw FSError(ENOENT) }
-        guard flags & O_ACCMODE == O_RDONLY, flags & O_TRUNC == 0 else { throw FSError(EROFS, "read-only") }
+        guard nodes[inode] != nil else { throw FSError(.notFound) }
+        guard flags & O_ACCMODE == O_RDONLY, flags & O_TRUNC == 0 else { throw FSError(.readOnly, "read-only") }
         return OpenReply(handle: nextHandle.add(1, ordering: .relaxed).newValue, keepCache: true)
     }
 
     func read(_ inode: UInt64, handle: UInt64, offset: Int64, size: Int) async throws(FSError) -> Data {
-        guard let node = nodes[inode] else { throw FSError(ENOENT) }
+        guard let node = nodes[inode] else { throw FSError(.notFound) }
         let start = min(Int(offset), node.contents.count)
         let end = min(start + size, node.contents.count)
         return node.contents.subdata(in: start..<end)
@@ -134,7 +134,7 @@ final class TinyFileSystem: FileSystemOperations {
 
     func getxattr(_ inode: UInt64, name: String) async throws(FSError) -> Data {
         counters.withLock { $0.xattrNames.append(name) }
-        guard let value = xattrs.withLock({ $0[inode]?[name] }) else { throw FSError(ENODATA) }
+        guard let value = xattrs.withLock({ $0[inode]?[name] }) else { throw FSError(.noAttribute) }
         return value
     }
 
@@ -149,8 +149,8 @@ final class TinyFileSystem: FileSystemOperations {
         }
         try xattrs.withLock { table throws(FSError) in
             let exists = table[inode]?[name] != nil
-            if flags & 1 != 0, exists { throw FSError(EEXIST) }
-            if flags & 2 != 0, !exists { throw FSError(ENODATA) }
+            if flags & 1 != 0, exists { throw FSError(.exists) }
+            if flags & 2 != 0, !exists { throw FSError(.noAttribute) }
             table[inode, default: [:]][name] = value
         }
     }
@@ -158,7 +158,7 @@ final class TinyFileSystem: FileSystemOperations {
     func removexattr(_ inode: UInt64, name: String) async throws(FSError) {
         counters.withLock { $0.xattrNames.append(name) }
         try xattrs.withLock { table throws(FSError) in
-            guard table[inode]?.removeValue(forKey: name) != nil else { throw FSError(ENODATA) }
+            guard table[inode]?.removeValue(forKey: name) != nil else { throw FSError(.noAttribute) }
         }
     }
 
@@ -172,17 +172,17 @@ final class TinyFileSystem: FileSystemOperations {
 /// The tiny filesystem is read-only: every change answers EROFS, which is
 /// what the bridge test checks arrives intact at the caller.
 extension TinyFileSystem {
-    func create(parent: UInt64, name: String, mode: UInt32, flags: Int32) async throws(FSError) -> (EntryReply, OpenReply) { throw FSError(EROFS) }
-    func mknod(parent: UInt64, name: String, mode: UInt32, rdev: UInt64) async throws(FSError) -> EntryReply { throw FSError(EROFS) }
-    func write(_ inode: UInt64, handle: UInt64, offset: Int64, data: Data) async throws(FSError) -> Int { throw FSError(EROFS) }
+    func create(parent: UInt64, name: String, mode: UInt32, flags: Int32) async throws(FSError) -> (EntryReply, OpenReply) { throw FSError(.readOnly) }
+    func mknod(parent: UInt64, name: String, mode: UInt32, rdev: UInt64) async throws(FSError) -> EntryReply { throw FSError(.readOnly) }
+    func write(_ inode: UInt64, handle: UInt64, offset: Int64, data: Data) async throws(FSError) -> Int { throw FSError(.readOnly) }
     func flush(_ inode: UInt64, handle: UInt64, pid: Int32) async throws(FSError) {}
     func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError) {}
-    func setattr(_ inode: UInt64, handle: UInt64?, changes: AttributeChanges) async throws(FSError) -> AttributesReply { throw FSError(EROFS) }
-    func mkdir(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply { throw FSError(EROFS) }
-    func unlink(parent: UInt64, name: String) async throws(FSError) { throw FSError(EROFS) }
-    func rmdir(parent: UInt64, name: String) async throws(FSError) { throw FSError(EROFS) }
-    func rename(parent: UInt64, name: String, newParent: UInt64, newName: String, flags: RenameFlags) async throws(FSError) { throw FSError(EROFS) }
-    func symlink(target: String, parent: UInt64, name: String) async throws(FSError) -> EntryReply { throw FSError(EROFS) }
-    func readlink(_ inode: UInt64) async throws(FSError) -> String { throw FSError(EINVAL) }
+    func setattr(_ inode: UInt64, handle: UInt64?, changes: AttributeChanges) async throws(FSError) -> AttributesReply { throw FSError(.readOnly) }
+    func mkdir(parent: UInt64, name: String, mode: UInt32) async throws(FSError) -> EntryReply { throw FSError(.readOnly) }
+    func unlink(parent: UInt64, name: String) async throws(FSError) { throw FSError(.readOnly) }
+    func rmdir(parent: UInt64, name: String) async throws(FSError) { throw FSError(.readOnly) }
+    func rename(parent: UInt64, name: String, newParent: UInt64, newName: String, flags: RenameFlags) async throws(FSError) { throw FSError(.readOnly) }
+    func symlink(target: String, parent: UInt64, name: String) async throws(FSError) -> EntryReply { throw FSError(.readOnly) }
+    func readlink(_ inode: UInt64) async throws(FSError) -> String { throw FSError(.invalid) }
     func flushAll() async -> Int { 0 }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import StorageKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -77,19 +78,44 @@ public enum ExtendedAttributeName: Sendable, Equatable {
     }
 }
 
-/// The standard properties of an object, named as in the seeds'
-/// StorageMetadata (and the JSON API).
-public enum ObjectProperty: String, Sendable, CaseIterable {
-    // Writable.
-    case contentType, cacheControl, contentDisposition, contentEncoding, contentLanguage
-    // Read-only.
-    case bucket, fullPath, name, size, generation, metageneration, timeCreated, updated, md5Hash, crc32c
+/// A property of an object as `gcs.NAME` names it, named as in the seeds'
+/// StorageMetadata (and the JSON API): a standard property, which a writer
+/// sets, or one the service keeps.
+public enum ObjectProperty: Sendable, Hashable, CaseIterable {
+    /// Writable.
+    case standard(StandardProperty)
+    /// Read-only.
+    case readOnly(ReadOnly)
+
+    public enum ReadOnly: String, Sendable, CaseIterable {
+        case bucket, fullPath, name, size, generation, metageneration, timeCreated, updated, md5Hash, crc32c
+    }
+
+    public static var allCases: [ObjectProperty] {
+        StandardProperty.allCases.map(Self.standard) + ReadOnly.allCases.map(Self.readOnly)
+    }
+
+    public init?(rawValue: String) {
+        if let property = StandardProperty(rawValue: rawValue) {
+            self = .standard(property)
+        } else if let property = ReadOnly(rawValue: rawValue) {
+            self = .readOnly(property)
+        } else {
+            return nil
+        }
+    }
+
+    /// The name after `gcs.`.
+    public var rawValue: String {
+        switch self {
+        case .standard(let property): return property.rawValue
+        case .readOnly(let property): return property.rawValue
+        }
+    }
 
     public var isWritable: Bool {
-        switch self {
-        case .contentType, .cacheControl, .contentDisposition, .contentEncoding, .contentLanguage: return true
-        default: return false
-        }
+        if case .standard = self { return true }
+        return false
     }
 
     /// The value as text, or nil if the object has none. Numbers are
@@ -99,35 +125,25 @@ public enum ObjectProperty: String, Sendable, CaseIterable {
     /// trailing "/".
     func value(of info: ObjectInfo) -> String? {
         switch self {
-        case .contentType: return info.contentType
-        case .cacheControl: return info.cacheControl
-        case .contentDisposition: return info.contentDisposition
-        case .contentEncoding: return info.contentEncoding
-        case .contentLanguage: return info.contentLanguage
-        case .bucket: return info.bucket
-        case .fullPath: return info.name
-        case .name: return info.name.split(separator: "/").last.map(String.init) ?? info.name
-        case .size: return String(info.size)
-        case .generation: return String(info.generation)
-        case .metageneration: return String(info.metageneration)
-        case .timeCreated: return info.timeCreated.map(Self.rfc3339)
-        case .updated: return Self.rfc3339(info.updated)
-        case .md5Hash: return info.md5Hash
-        case .crc32c: return info.crc32c
+        case .standard(let property): return info.properties[property]
+        case .readOnly(.bucket): return info.bucket
+        case .readOnly(.fullPath): return info.name
+        case .readOnly(.name): return info.name.split(separator: "/").last.map(String.init) ?? info.name
+        case .readOnly(.size): return String(info.size)
+        case .readOnly(.generation): return String(info.generation)
+        case .readOnly(.metageneration): return String(info.metageneration)
+        case .readOnly(.timeCreated): return info.timeCreated.map(Self.rfc3339)
+        case .readOnly(.updated): return Self.rfc3339(info.updated)
+        case .readOnly(.md5Hash): return info.md5Hash
+        case .readOnly(.crc32c): return info.crc32c
         }
     }
 
     /// A patch setting (or, with nil, deleting) this writable property.
     func patch(_ value: String?) -> MetadataPatch {
+        guard case .standard(let property) = self else { preconditionFailure("\(rawValue) is read-only") }
         var patch = MetadataPatch()
-        switch self {
-        case .contentType: patch.contentType = .some(value)
-        case .cacheControl: patch.cacheControl = .some(value)
-        case .contentDisposition: patch.contentDisposition = .some(value)
-        case .contentEncoding: patch.contentEncoding = .some(value)
-        case .contentLanguage: patch.contentLanguage = .some(value)
-        default: preconditionFailure("\(self) is read-only")
-        }
+        patch.properties[property] = .some(value)
         return patch
     }
 

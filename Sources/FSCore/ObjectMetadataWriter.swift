@@ -1,4 +1,5 @@
 import Foundation
+import StorageKit
 
 /// The store's side of one metadata change, and nothing more: it knows
 /// nothing of inodes, caches, errno or retries (`FileSystem.changeMetadata`
@@ -29,10 +30,9 @@ struct ObjectMetadataWriter: Sendable {
         let options = PutOptions(
             contentType: patch.contentType ?? nil, customMetadata: patch.customMetadata.compactMapValues { $0 }, ifGenerationMatch: 0)
         var rest = MetadataPatch()
-        rest.cacheControl = Self.setValue(patch.cacheControl)
-        rest.contentDisposition = Self.setValue(patch.contentDisposition)
-        rest.contentEncoding = Self.setValue(patch.contentEncoding)
-        rest.contentLanguage = Self.setValue(patch.contentLanguage)
+        for property in StandardProperty.allCases where property != .contentType {
+            rest.properties[property] = Self.setValue(patch.properties[property])
+        }
         let created = try await store.put(object, from: nil, options: options)
         guard rest != MetadataPatch() else { return created }
         return try await store.patch(object, rest, ifMetagenerationMatch: created.metageneration)

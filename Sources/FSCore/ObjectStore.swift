@@ -1,4 +1,5 @@
 import Foundation
+import StorageKit
 
 /// The seam between the filesystem and the bucket: what the core needs of
 /// an object store, as plain requests and values. `StorageKitObjectStore`
@@ -318,71 +319,6 @@ extension MetadataPatch {
         info.properties.apply(properties)
     }
 }
-
-/// The five standard properties of an object that a writer can set
-/// (Cloud Storage's writable object resource fields besides the custom
-/// metadata), in one value type: an object's (`ObjectInfo`), an upload's
-/// (`PutOptions`), a recovery entry's, and, with `Value` itself optional,
-/// a metadata patch's (`.some(nil)` deletes, nil leaves as is). Code that
-/// handles "every property" goes through `apply`, `merge`, `isEmpty` and
-/// the Codable form, the only lists of the five (`StandardPropertiesTests`
-/// checks them against the type's stored properties).
-public struct StandardProperties<Value: Sendable & Equatable>: Sendable, Equatable {
-    public var contentType: Value?
-    public var cacheControl: Value?
-    public var contentDisposition: Value?
-    public var contentEncoding: Value?
-    public var contentLanguage: Value?
-
-    public init(
-        contentType: Value? = nil, cacheControl: Value? = nil, contentDisposition: Value? = nil,
-        contentEncoding: Value? = nil, contentLanguage: Value? = nil
-    ) {
-        self.contentType = contentType
-        self.cacheControl = cacheControl
-        self.contentDisposition = contentDisposition
-        self.contentEncoding = contentEncoding
-        self.contentLanguage = contentLanguage
-    }
-
-    // Field by field, not over an array of key paths: key paths of a
-    // generic type are instantiated at run time on every use, and that was
-    // a sixth of the mount's CPU writing small files (apply and merge run
-    // for every write, view and upload of a staged file).
-
-    /// Sets each property `changes` names (nil there: left as it is).
-    public mutating func apply(_ changes: StandardProperties<Value?>) {
-        if let value = changes.contentType { contentType = value }
-        if let value = changes.cacheControl { cacheControl = value }
-        if let value = changes.contentDisposition { contentDisposition = value }
-        if let value = changes.contentEncoding { contentEncoding = value }
-        if let value = changes.contentLanguage { contentLanguage = value }
-    }
-
-    /// Takes each property `other` sets (changes after changes: the later wins).
-    public mutating func merge(_ other: Self) {
-        if let value = other.contentType { contentType = value }
-        if let value = other.cacheControl { cacheControl = value }
-        if let value = other.contentDisposition { contentDisposition = value }
-        if let value = other.contentEncoding { contentEncoding = value }
-        if let value = other.contentLanguage { contentLanguage = value }
-    }
-
-    /// Whether no property is set.
-    public var isEmpty: Bool {
-        contentType == nil && cacheControl == nil && contentDisposition == nil && contentEncoding == nil
-            && contentLanguage == nil
-    }
-}
-
-/// Encoded as five optional fields named like Cloud Storage's, so the
-/// properties sit flat beside other fields (a recovery sidecar).
-extension StandardProperties: Codable where Value: Codable {}
-
-/// An object's properties, as read or to be written.
-public typealias ObjectProperties = StandardProperties<String>
-/// Changes to an object's properties (`.some(nil)` deletes one).
-public typealias PropertyChanges = StandardProperties<String?>
 
 /// Store failures, in the filesystem's vocabulary.
 public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import StorageKit
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -96,14 +96,10 @@ public struct StorageKitObjectStore: ObjectStore {
         return StorageKitStreamingPut(upload: upload)
     }
 
-    /// The uploaded object's type and custom metadata.
+    /// The uploaded object's standard properties and custom metadata.
     private static func metadata(_ options: PutOptions) -> StorageMetadata {
         let metadata = StorageMetadata()
-        metadata.contentType = options.contentType
-        metadata.cacheControl = options.cacheControl
-        metadata.contentDisposition = options.contentDisposition
-        metadata.contentEncoding = options.contentEncoding
-        metadata.contentLanguage = options.contentLanguage
+        for property in StandardProperty.allCases { metadata[property] = options.properties[property] }
         if !options.customMetadata.isEmpty { metadata.customMetadata = options.customMetadata }
         return metadata
     }
@@ -149,11 +145,9 @@ public struct StorageKitObjectStore: ObjectStore {
     public func patch(_ name: String, _ patch: MetadataPatch, ifMetagenerationMatch: Int64?) async throws(StoreError) -> ObjectInfo {
         let ref = reference(name)
         let metadata = StorageMetadata()
-        if let v = patch.contentType { metadata.contentType = v }
-        if let v = patch.cacheControl { metadata.cacheControl = v }
-        if let v = patch.contentDisposition { metadata.contentDisposition = v }
-        if let v = patch.contentEncoding { metadata.contentEncoding = v }
-        if let v = patch.contentLanguage { metadata.contentLanguage = v }
+        for property in StandardProperty.allCases {
+            if let change = patch.properties[property] { metadata[property] = change }
+        }
         let set = patch.customMetadata.compactMapValues { $0 }
         if !set.isEmpty { metadata.customMetadata = set }
         for (key, value) in patch.customMetadata where value == nil { metadata.removeCustomMetadata(forKey: key) }
@@ -163,13 +157,9 @@ public struct StorageKitObjectStore: ObjectStore {
     static func info(_ m: StorageMetadata) -> ObjectInfo {
         var info = ObjectInfo(
             name: m.fullPath, size: m.size, generation: m.generation, metageneration: m.metageneration,
-            updated: m.updated ?? m.timeCreated ?? Date(timeIntervalSince1970: 0), contentType: m.contentType,
-            customMetadata: m.customMetadata ?? [:])
+            updated: m.updated ?? m.timeCreated ?? Date(timeIntervalSince1970: 0), customMetadata: m.customMetadata ?? [:])
         info.bucket = m.bucket.isEmpty ? nil : m.bucket
-        info.cacheControl = m.cacheControl
-        info.contentDisposition = m.contentDisposition
-        info.contentEncoding = m.contentEncoding
-        info.contentLanguage = m.contentLanguage
+        info.properties = m.standardProperties
         info.md5Hash = m.md5Hash
         info.crc32c = m.crc32c
         info.timeCreated = m.timeCreated

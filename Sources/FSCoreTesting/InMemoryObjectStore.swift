@@ -300,11 +300,7 @@ public final class InMemoryObjectStore: ObjectStore {
                 throw .preconditionFailed("\(name): metageneration \(info.metageneration), expected \(expected)")
             }
             for (key, value) in patch.customMetadata { info.customMetadata[key] = value }
-            if let v = patch.contentType { info.contentType = v }
-            if let v = patch.cacheControl { info.cacheControl = v }
-            if let v = patch.contentDisposition { info.contentDisposition = v }
-            if let v = patch.contentEncoding { info.contentEncoding = v }
-            if let v = patch.contentLanguage { info.contentLanguage = v }
+            info.properties.apply(patch.properties)
             switch metagenerations {
             case .counted:
                 info.metageneration += 1
@@ -424,11 +420,9 @@ public final class InMemoryObjectStore: ObjectStore {
     private func store(_ s: inout State, name: String, data: Data, options: PutOptions, at date: Date, crc32c: String? = nil) -> ObjectInfo {
         var info = ObjectInfo(
             name: name, size: Int64(data.count), generation: s.nextGeneration, metageneration: 1, updated: date,
-            contentType: options.contentType ?? "application/octet-stream", customMetadata: options.customMetadata)
-        info.cacheControl = options.cacheControl
-        info.contentDisposition = options.contentDisposition
-        info.contentEncoding = options.contentEncoding
-        info.contentLanguage = options.contentLanguage
+            customMetadata: options.customMetadata)
+        info.properties = options.properties
+        info.contentType = options.contentType ?? "application/octet-stream"
         info.bucket = bucket
         info.crc32c = crc32c
         info.timeCreated = date

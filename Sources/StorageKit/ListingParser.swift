@@ -74,13 +74,13 @@ enum ListingParser {
                 case "crc32c": item.crc32c = try reader.optionalString()
                 case "downloadTokens": item.downloadTokens = try reader.optionalString()
                 case "md5Hash": item.md5Hash = try reader.optionalString()
-                case "cacheControl": item.cacheControl = try reader.optionalString()
-                case "contentDisposition": item.contentDisposition = try reader.optionalString()
-                case "contentEncoding": item.contentEncoding = try reader.optionalString()
-                case "contentLanguage": item.contentLanguage = try reader.optionalString()
-                case "contentType": item.contentType = try reader.optionalString()
                 case "metadata": item.metadata = try reader.customMetadata()
-                default: try reader.skipValue(depth: 0)
+                default:
+                    if let property = StandardProperty(rawValue: key) {
+                        item.properties[property] = try reader.optionalString()
+                    } else {
+                        try reader.skipValue(depth: 0)
+                    }
                 }
             }
             return item

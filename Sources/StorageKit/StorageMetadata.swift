@@ -27,14 +27,17 @@ import Synchronization
 /// `Sendable` without `@unchecked` and may be shared across tasks; each
 /// property access is atomic on its own.
 public final class StorageMetadata: Sendable, CustomStringConvertible {
-    /// The writable properties, by their Cloud Storage JSON field names.
-    enum WritableField: String, CaseIterable, Sendable {
-        case md5Hash, cacheControl, contentDisposition, contentEncoding, contentLanguage, contentType
+    /// The writable fields, each recorded when assigned.
+    enum WritableField: Hashable, Sendable {
+        case md5Hash
+        case property(StandardProperty)
         /// `customMetadata`, sent as the resource's `metadata` map.
-        case customMetadata = "metadata"
+        case customMetadata
     }
 
-    private struct State: Sendable {
+    /// Everything the class holds; the JSON mapping (ObjectResource.swift)
+    /// reads and makes it.
+    struct Fields: Sendable {
         var bucket = ""
         var generation: Int64 = 0
         var metageneration: Int64 = 0
@@ -49,104 +52,30 @@ public final class StorageMetadata: Sendable, CustomStringConvertible {
         var downloadTokens: String?
 
         var md5Hash: String?
-        var cacheControl: String?
-        var contentDisposition: String?
-        var contentEncoding: String?
-        var contentLanguage: String?
-        var contentType: String?
+        var properties = ObjectProperties()
         var customMetadata: [String: String]?
 
         var touched: Set<WritableField> = []
         var removedCustomKeys: Set<String> = []
-
-        func value(of field: WritableField) -> String? {
-            switch field {
-            case .md5Hash: return md5Hash
-            case .cacheControl: return cacheControl
-            case .contentDisposition: return contentDisposition
-            case .contentEncoding: return contentEncoding
-            case .contentLanguage: return contentLanguage
-            case .contentType: return contentType
-            case .customMetadata: return nil
-            }
-        }
     }
 
-    private let state: Mutex<State>
+    private let state: Mutex<Fields>
 
     /// Empty metadata, to fill in for an upload or an update.
     public init() {
-        state = Mutex(State())
+        state = Mutex(Fields())
     }
 
-    private init(state: State) {
-        self.state = Mutex(state)
+    init(_ fields: Fields) {
+        state = Mutex(fields)
     }
 
-    /// Metadata from a Cloud Storage object resource (the JSON of
-    /// `objects.get`, an upload or a listing item), or from a dictionary
-    /// with the same keys as Firebase's `init(dictionary:)` takes. Numbers
-    /// may be decimal strings (as GCS sends int64s) or numbers; times are
-    /// RFC 3339. Nothing counts as assigned.
-    public convenience init(dictionary: [String: Any]) {
-        self.init(fields: ObjectResource(dictionary: dictionary))
-    }
-
-    /// Metadata from an object resource's typed fields.
-    convenience init(fields resource: ObjectResource) {
-        var s = State()
-        s.bucket = resource.bucket ?? ""
-        s.fullPath = resource.name ?? ""
-        s.generation = resource.generation ?? 0
-        s.metageneration = resource.metageneration ?? 0
-        s.size = resource.size ?? 0
-        s.timeCreated = resource.timeCreated.flatMap(RFC3339.parse)
-        s.updated = resource.updated.flatMap(RFC3339.parse)
-        // One encoding inside, the JSON API's base64, whichever the server sent.
-        s.crc32c = resource.crc32c.map(CRC32C.normalized)
-        s.downloadTokens = resource.downloadTokens
-        s.md5Hash = resource.md5Hash
-        s.cacheControl = resource.cacheControl
-        s.contentDisposition = resource.contentDisposition
-        s.contentEncoding = resource.contentEncoding
-        s.contentLanguage = resource.contentLanguage
-        s.contentType = resource.contentType
-        s.customMetadata = resource.metadata
-        s.isFile = !s.fullPath.isEmpty && (resource.kind ?? "storage#object") == "storage#object"
-        self.init(state: s)
-    }
-
-    /// The object resource's fields `init(dictionary:)` reads (the JSON
-    /// API's `fields` syntax), for listings that ask for no more.
-    static let resourceFields = [
-        "bucket", "name", "generation", "metageneration", "size", "timeCreated", "updated", "crc32c", "md5Hash",
-        "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage", "contentType", "metadata",
-    ].joined(separator: ",")
-
-    /// Metadata from an object resource the server returned; fails when it
-    /// is not one (no `name`).
-    convenience init(resource: [String: Any]) throws(StorageError) {
-        try self.init(resource: ObjectResource(dictionary: resource))
-    }
-
-    convenience init(resource: ObjectResource) throws(StorageError) {
-        guard resource.name?.isEmpty == false else {
-            throw StorageError.unknown(message: "the server's object resource has no name", response: nil)
-        }
-        self.init(fields: resource)
-    }
-
-    /// Metadata from the JSON bytes of an object resource.
-    convenience init(json: Data) throws(StorageError) {
-        guard let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else {
-            throw StorageError.unknown(message: "the server's object resource is not a JSON object", response: nil)
-        }
-        try self.init(resource: object)
-    }
+    /// A consistent copy of every field.
+    var fields: Fields { state.withLock { $0 } }
 
     /// An independent copy, assigned properties and removed keys included.
     public func copy() -> StorageMetadata {
-        StorageMetadata(state: state.withLock { $0 })
+        StorageMetadata(fields)
     }
 
     // MARK: read-only properties
@@ -183,30 +112,43 @@ public final class StorageMetadata: Sendable, CustomStringConvertible {
         set { assign(.md5Hash) { $0.md5Hash = newValue } }
     }
 
+    // The standard properties by their Firebase names; each is
+    // `self[property]`, which the code that handles every property uses.
+
     public var cacheControl: String? {
-        get { state.withLock { $0.cacheControl } }
-        set { assign(.cacheControl) { $0.cacheControl = newValue } }
+        get { self[.cacheControl] }
+        set { self[.cacheControl] = newValue }
     }
 
     public var contentDisposition: String? {
-        get { state.withLock { $0.contentDisposition } }
-        set { assign(.contentDisposition) { $0.contentDisposition = newValue } }
+        get { self[.contentDisposition] }
+        set { self[.contentDisposition] = newValue }
     }
 
     public var contentEncoding: String? {
-        get { state.withLock { $0.contentEncoding } }
-        set { assign(.contentEncoding) { $0.contentEncoding = newValue } }
+        get { self[.contentEncoding] }
+        set { self[.contentEncoding] = newValue }
     }
 
     public var contentLanguage: String? {
-        get { state.withLock { $0.contentLanguage } }
-        set { assign(.contentLanguage) { $0.contentLanguage = newValue } }
+        get { self[.contentLanguage] }
+        set { self[.contentLanguage] = newValue }
     }
 
     public var contentType: String? {
-        get { state.withLock { $0.contentType } }
-        set { assign(.contentType) { $0.contentType = newValue } }
+        get { self[.contentType] }
+        set { self[.contentType] = newValue }
     }
+
+    /// A standard property, by name; assigning it counts as assigning the
+    /// named property (nil deletes it in an update).
+    public subscript(property: StandardProperty) -> String? {
+        get { state.withLock { $0.properties[property] } }
+        set { assign(.property(property)) { $0.properties[property] = newValue } }
+    }
+
+    /// Every standard property at once, as read.
+    public var standardProperties: ObjectProperties { state.withLock { $0.properties } }
 
     /// Custom key/value metadata (the object's `metadata` map). In an
     /// update, the keys given are set and others kept; nil deletes all.
@@ -225,7 +167,7 @@ public final class StorageMetadata: Sendable, CustomStringConvertible {
         }
     }
 
-    private func assign(_ field: WritableField, _ change: (inout State) -> Void) {
+    private func assign(_ field: WritableField, _ change: (inout Fields) -> Void) {
         state.withLock {
             change(&$0)
             $0.touched.insert(field)
@@ -238,67 +180,10 @@ public final class StorageMetadata: Sendable, CustomStringConvertible {
     /// Custom keys marked with `removeCustomMetadata(forKey:)`.
     var removedCustomMetadataKeys: Set<String> { state.withLock { $0.removedCustomKeys } }
 
-    // MARK: serialisation
-
-    /// The JSON part of an upload: every writable property that has a
-    /// value, whether assigned or not (read-only ones are never sent), and
-    /// `name` when given. Sendable values (strings and a string map), so
-    /// the result can be kept by a Sendable uploader.
-    func uploadJSON(name: String? = nil) -> [String: any Sendable] {
-        let s = state.withLock { $0 }
-        var json: [String: any Sendable] = [:]
-        for field in WritableField.allCases where field != .customMetadata {
-            if let value = s.value(of: field) { json[field.rawValue] = value }
-        }
-        if let custom = s.customMetadata, !custom.isEmpty { json["metadata"] = custom }
-        if let name { json["name"] = name }
-        return json
-    }
-
-    /// The body of an `objects.patch` for `updateMetadata`: only assigned
-    /// properties, a nil one as `NSNull` (JSON null, which deletes it);
-    /// custom keys merged, removed keys as null.
-    func patchJSON() -> [String: Any] {
-        let s = state.withLock { $0 }
-        var json: [String: Any] = [:]
-        for field in WritableField.allCases where field != .customMetadata && s.touched.contains(field) {
-            json[field.rawValue] = s.value(of: field) ?? NSNull()
-        }
-        if s.touched.contains(.customMetadata) && s.customMetadata == nil {
-            json["metadata"] = NSNull()  // deletes every custom key
-        } else if s.touched.contains(.customMetadata) || !s.removedCustomKeys.isEmpty {
-            var map: [String: Any] = [:]
-            for key in s.removedCustomKeys { map[key] = NSNull() }
-            if s.touched.contains(.customMetadata) {
-                for (key, value) in s.customMetadata ?? [:] { map[key] = value }
-            }
-            if !map.isEmpty { json["metadata"] = map }
-        }
-        return json
-    }
-
-    /// Every property that has a value, with Cloud Storage's field names and
-    /// encodings (int64s as decimal strings, times as RFC 3339).
-    public func dictionaryRepresentation() -> [String: Any] {
-        let s = state.withLock { $0 }
-        var json: [String: Any] = uploadJSON()
-        if !s.bucket.isEmpty { json["bucket"] = s.bucket }
-        if !s.fullPath.isEmpty { json["name"] = s.fullPath }
-        if s.isFile {
-            json["generation"] = String(s.generation)
-            json["metageneration"] = String(s.metageneration)
-            json["size"] = String(s.size)
-        }
-        if let t = s.timeCreated { json["timeCreated"] = RFC3339.format(t) }
-        if let t = s.updated { json["updated"] = RFC3339.format(t) }
-        if let crc = s.crc32c { json["crc32c"] = crc }
-        return json
-    }
-
     public var description: String {
-        let s = state.withLock { $0 }
+        let s = fields
         return "<StorageMetadata gs://\(s.bucket)/\(s.fullPath) size=\(s.size) generation=\(s.generation)"
-            + " contentType=\(s.contentType ?? "nil")>"
+            + " contentType=\(s.properties.contentType ?? "nil")>"
     }
 }
 

@@ -2,6 +2,7 @@ import CXattr
 import Foundation
 import Testing
 @testable import FSCore
+import StorageKit
 
 @Suite("extended attribute names, values and limits")
 struct ExtendedAttributeMappingTests {
@@ -12,8 +13,8 @@ struct ExtendedAttributeMappingTests {
         #expect(ExtendedAttributeName("user.") == .custom(key: ""))
         #expect(ExtendedAttributeName("user.goog-reserved-posix-mode") == .reservedKey("goog-reserved-posix-mode"))
         #expect(ExtendedAttributeName("user.goog-reserved-anything") == .reservedKey("goog-reserved-anything"))
-        #expect(ExtendedAttributeName("gcs.contentType") == .property(.contentType))
-        #expect(ExtendedAttributeName("gcs.crc32c") == .property(.crc32c))
+        #expect(ExtendedAttributeName("gcs.contentType") == .property(.standard(.contentType)))
+        #expect(ExtendedAttributeName("gcs.crc32c") == .property(.readOnly(.crc32c)))
         #expect(ExtendedAttributeName("gcs.contenttype") == .unknownProperty("contenttype"))
         #expect(ExtendedAttributeName("gcs.customMetadata") == .unknownProperty("customMetadata"))
         for foreign in ["security.selinux", "system.posix_acl_access", "trusted.x", "USER.x", "gcs", "user", "x"] {
@@ -64,7 +65,7 @@ struct ExtendedAttributeMappingTests {
 
         var placeholder = Self.info()
         placeholder.name = "docs/sub/"
-        #expect(String(decoding: try ExtendedAttributeRules.value(.property(.name), of: placeholder), as: UTF8.self) == "sub")
+        #expect(String(decoding: try ExtendedAttributeRules.value(.property(.readOnly(.name)), of: placeholder), as: UTF8.self) == "sub")
 
         #expect(Self.errno { _ = try read("gcs.contentLanguage") } == ENODATA)
         #expect(Self.errno { _ = try read("user.missing") } == ENODATA)
@@ -83,10 +84,10 @@ struct ExtendedAttributeMappingTests {
         #expect(try ExtendedAttributeRules.patch(.custom(key: "k"), nil) == remove)
         var type = MetadataPatch()
         type.contentType = .some("text/html")
-        #expect(try ExtendedAttributeRules.patch(.property(.contentType), Data("text/html".utf8)) == type)
+        #expect(try ExtendedAttributeRules.patch(.property(.standard(.contentType)), Data("text/html".utf8)) == type)
         var noLanguage = MetadataPatch()
         noLanguage.contentLanguage = .some(nil)
-        #expect(try ExtendedAttributeRules.patch(.property(.contentLanguage), nil) == noLanguage)
+        #expect(try ExtendedAttributeRules.patch(.property(.standard(.contentLanguage)), nil) == noLanguage)
         var empty = MetadataPatch()
         empty.customMetadata["e"] = .some("")
         #expect(try ExtendedAttributeRules.patch(.custom(key: "e"), Data()) == empty)

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import FSCore
+import StorageKit
 
 /// Uploads through an unreliable store (issue 12): the close keeps trying
 /// for `uploadRetryWindow`, then the bytes wait in the recovery folder and
@@ -177,9 +178,9 @@ import Testing
         let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "r.md", mode: 0o644, flags: O_WRONLY)
         let inode = entry.attributes.inode
         _ = try await h.fs.write(inode, handle: open.handle, offset: 0, data: Data("# notes\n".utf8))
-        for field in ["contentType", "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage"] {
-            let value = Self.every[keyPath: try #require(Self.field(field))]!
-            try await h.fs.setxattr(inode, name: "gcs.\(field)", value: Data(value.utf8), flags: 0)
+        for property in StandardProperty.allCases {
+            let value = try #require(Self.every[property])
+            try await h.fs.setxattr(inode, name: "gcs.\(property.rawValue)", value: Data(value.utf8), flags: 0)
         }
         await expectErrno(EIO) { try await h.fs.flush(inode, handle: open.handle) }
         try await h.fs.release(inode, handle: open.handle)
@@ -192,11 +193,6 @@ import Testing
         #expect(recovery.pending().isEmpty, "the entry should be uploaded once the store is back")
         let uploaded = try await h.store.stat("r.md")
         #expect(uploaded.properties == Self.every)
-    }
-
-    static func field(_ name: String) -> WritableKeyPath<ObjectProperties, String?>? {
-        ["contentType": \.contentType, "cacheControl": \.cacheControl, "contentDisposition": \.contentDisposition,
-         "contentEncoding": \.contentEncoding, "contentLanguage": \.contentLanguage][name]
     }
 
     /// A sidecar written before entries kept every property (contentType

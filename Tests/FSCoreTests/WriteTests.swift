@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import FSCore
+import StorageKit
 import FSCoreTesting
 
 /// The write path over the in-memory store: what is uploaded when, with

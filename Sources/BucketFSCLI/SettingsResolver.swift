@@ -80,18 +80,6 @@ final class SettingsResolver: Sendable {
         return value
     }
 
-    /// `optional` for a setting with a default.
-    func value<Value>(_ setting: Setting<Value>, _ given: Value?) throws(CLIError) -> Value {
-        guard let value = try optional(setting, given) else { throw CLIError.usage("--\(setting.name) needs a value") }
-        return value
-    }
-
-    /// A flag is on when given, or when the first source that has it says
-    /// true (a lower level cannot turn off a flag given higher up).
-    func flag(_ setting: Setting<Bool>, _ given: Bool) throws(CLIError) -> Bool {
-        try value(setting, given ? true : nil)
-    }
-
     /// The settings as resolved so far, for `bucketfs status`.
     var effective: [String: String] { resolved.withLock { $0 } }
 

@@ -83,7 +83,7 @@ import Testing
         #expect(process.transport.connectTimeout == .seconds(4))
         // allow_other in -o is bucketfs's --allow-other, which adds it to libfuse's.
         #expect(settings.fuseOptions == ["default_permissions"])
-        #expect(try settings.flag(Settings.allowOther, false))
+        #expect(try settings.optional(Settings.allowOther, nil) == true)
         let shown = settings.effective
         #expect(shown["stat-ttl"] == "22.0" && shown["cache-size"] == "99" && shown["read-only"] == "true", "\(shown)")
         #expect(shown["config"] == config)

@@ -75,13 +75,15 @@ struct MountCommand: AsyncParsableCommand {
     func resolve(environment: [String: String]) async throws -> Resolved {
         let target = try MountTarget(bucket)
         let settings = try await resolveSettings(environment: environment)
+        let process = try self.process.resolve(settings)
+        let storageOptions = try self.storageOptions.resolved(settings)
+        let filesystem = try self.filesystem.resolved(settings, bucket: target.bucket, home: environment["HOME"])
         return Resolved(
-            target: target, settings: settings, process: try self.process.resolve(settings),
-            storageOptions: try self.storageOptions.resolved(settings),
-            allowOther: try settings.flag(Settings.allowOther, filesystem.allowOther),
-            retryPending: try settings.flag(Settings.retryPending, filesystem.retryPending),
-            kernelReadAheadKiB: try filesystem.kernelReadAhead(settings),
-            options: try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket, settings, home: environment["HOME"]))
+            target: target, settings: settings, process: process, storageOptions: storageOptions,
+            allowOther: filesystem.allowOther, retryPending: filesystem.retryPending,
+            // Resolved, so never nil: it has a default.
+            kernelReadAheadKiB: filesystem.kernelReadAheadKiB ?? 0,
+            options: try filesystem.mountOptions(prefix: target.prefix, bucket: target.bucket))
     }
 
     private func mount(environment: [String: String]) async throws {

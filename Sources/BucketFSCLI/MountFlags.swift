@@ -5,110 +5,54 @@ import Logging
 import Transport
 
 /// What the filesystem shows and caches. The options are optional: nil is
-/// "not on the command line", and `SettingsResolver` looks further.
+/// "not on the command line", and `SettingsResolver` looks further. Each
+/// is declared with its `Setting`, which says where its value goes.
 struct FilesystemFlags: ParsableArguments {
-    @Flag(name: Settings.readOnly.long, help: Settings.readOnly.argumentHelp)
-    var readOnly = false
-
-    @Option(name: Settings.cacheDir.long, help: Settings.cacheDir.argumentHelp)
-    var cacheDir: String?
-
-    @Flag(name: Settings.retryPending.long, help: Settings.retryPending.argumentHelp)
-    var retryPending = false
-
-    @Option(name: Settings.uploadRetryTime.long, help: Settings.uploadRetryTime.argumentHelp)
-    var uploadRetryTime: Double?
-
-    @Option(name: Settings.recoveryRetryInterval.long, help: Settings.recoveryRetryInterval.argumentHelp)
-    var recoveryRetryInterval: Double?
-
-    @Option(name: Settings.cacheSize.long, help: Settings.cacheSize.argumentHelp)
-    var cacheSizeMiB: Int?
-
-    @Option(name: Settings.readAheadBudget.long, help: Settings.readAheadBudget.argumentHelp)
-    var readAheadBudgetMiB: Int?
-
-    @Option(name: Settings.kernelReadAhead.long, help: Settings.kernelReadAhead.argumentHelp)
-    var kernelReadAheadKiB: Int?
-
-    @Option(name: Settings.statTTL.long, help: Settings.statTTL.argumentHelp)
-    var statTTL: Double?
-
-    @Option(name: Settings.negativeTTL.long, help: Settings.negativeTTL.argumentHelp)
-    var negativeTTL: Double?
-
-    @Option(name: Settings.uid.long, help: Settings.uid.argumentHelp)
-    var uid: UInt32?
-
-    @Option(name: Settings.gid.long, help: Settings.gid.argumentHelp)
-    var gid: UInt32?
-
-    @Option(name: Settings.fileMode.long, help: Settings.fileMode.argumentHelp)
-    var fileMode: String?
-
-    @Option(name: Settings.dirMode.long, help: Settings.dirMode.argumentHelp)
-    var dirMode: String?
-
-    @Flag(name: Settings.allowOther.long, help: Settings.allowOther.argumentHelp)
-    var allowOther = false
-
-    @Option(name: Settings.renameCopyLimit.long, help: Settings.renameCopyLimit.argumentHelp)
-    var renameCopyLimitMiB: Int?
-
-    @Option(name: Settings.parallelUploadThreshold.long, help: Settings.parallelUploadThreshold.argumentHelp)
-    var parallelUploadThreshold: String?
-
-    @Option(name: Settings.parallelUploadParts.long, help: Settings.parallelUploadParts.argumentHelp)
-    var parallelUploadParts: Int?
-
-    @Option(name: Settings.listingStatWidth.long, help: Settings.listingStatWidth.argumentHelp)
-    var listingStatWidth: Int?
+    @Flag(Settings.readOnly) var readOnly: Bool = false
+    @Option(Settings.cacheDir) var cacheDir: String?
+    @Flag(Settings.retryPending) var retryPending: Bool = false
+    @Option(Settings.uploadRetryWindow) var uploadRetryWindow: Double?
+    @Option(Settings.recoveryRetryInterval) var recoveryRetryInterval: Double?
+    @Option(Settings.cacheSize) var cacheSizeMiB: Int?
+    @Option(Settings.readAheadBudget) var readAheadBudgetMiB: Int?
+    @Option(Settings.kernelReadAhead) var kernelReadAheadKiB: Int?
+    @Option(Settings.statTTL) var statTTL: Double?
+    @Option(Settings.negativeTTL) var negativeTTL: Double?
+    @Option(Settings.uid) var uid: UInt32?
+    @Option(Settings.gid) var gid: UInt32?
+    @Option(Settings.fileMode) var fileMode: String?
+    @Option(Settings.dirMode) var dirMode: String?
+    @Flag(Settings.allowOther) var allowOther: Bool = false
+    @Option(Settings.renameCopyLimit) var renameCopyLimitMiB: Int?
+    @Option(Settings.parallelUploadThreshold) var parallelUploadThreshold: String?
+    @Option(Settings.parallelUploadParts) var parallelUploadParts: Int?
+    @Option(Settings.listingStatWidth) var listingStatWidth: Int?
 
     @Option(name: .short, help: "Mount options, comma separated: any long option as name=value (with - or _), or FUSE options (allow_other, default_permissions, fsname=...).")
     var o: [String] = []
 
-    /// The filesystem's options, every setting resolved and checked.
-    func mountOptions(prefix: String, bucket: String, _ settings: SettingsResolver, home: String?) throws(CLIError) -> MountOptions {
+    /// These flags with every filesystem setting resolved and checked:
+    /// the command line's value, else -o, the environment, the config
+    /// file, the default.
+    func resolved(_ settings: SettingsResolver, bucket: String, home: String?) throws(CLIError) -> FilesystemFlags {
+        var flags = self
+        try Settings.resolve(&flags, settings, SettingContext(home: home, bucket: bucket))
+        return flags
+    }
+
+    /// The filesystem's options from resolved flags: each setting's value
+    /// in its `MountOptions` field.
+    func mountOptions(prefix: String, bucket: String) throws(CLIError) -> MountOptions {
         var options = MountOptions()
         options.prefix = prefix
         options.bucket = bucket
-        options.readOnly = try settings.flag(Settings.readOnly, readOnly)
-        options.uid = try settings.value(Settings.uid, uid, otherwise: getuid())
-        options.gid = try settings.value(Settings.gid, gid, otherwise: getgid())
-        options.fileMode = try Self.parseMode(try settings.value(Settings.fileMode, fileMode), Settings.fileMode.name)
-        options.dirMode = try Self.parseMode(try settings.value(Settings.dirMode, dirMode), Settings.dirMode.name)
-        options.statTTL = try settings.value(Settings.statTTL, statTTL)
-        options.negativeTTL = try settings.value(Settings.negativeTTL, negativeTTL)
-        guard options.statTTL >= 0, options.negativeTTL >= 0 else { throw CLIError.usage("TTLs cannot be negative") }
-        let cacheSize = try settings.value(Settings.cacheSize, cacheSizeMiB)
-        let readAheadBudget = try settings.value(Settings.readAheadBudget, readAheadBudgetMiB)
-        let renameCopyLimit = try settings.value(Settings.renameCopyLimit, renameCopyLimitMiB)
-        guard cacheSize >= 0, readAheadBudget >= 0, renameCopyLimit >= 0, try kernelReadAhead(settings) >= 0 else {
-            throw CLIError.usage("sizes cannot be negative")
-        }
-        options.cacheSize = Int64(cacheSize) << 20
-        options.readAheadBudget = Int64(readAheadBudget) << 20
-        options.renameCopyLimit = Int64(renameCopyLimit) << 20
-        // 0 keeps the kernel's own 128 KiB.
-        let kernelReadAhead = try kernelReadAhead(settings)
-        options.kernelReadAhead = Int64(kernelReadAhead > 0 ? kernelReadAhead : 128) << 10
-        options.uploadRetryWindow = try settings.value(Settings.uploadRetryTime, uploadRetryTime)
-        options.recoveryRetryInterval = try settings.value(Settings.recoveryRetryInterval, recoveryRetryInterval)
-        guard options.uploadRetryWindow >= 0, options.recoveryRetryInterval >= 0 else {
-            throw CLIError.usage("retry times cannot be negative")
-        }
-        options.listingStatWidth = try settings.value(Settings.listingStatWidth, listingStatWidth)
-        let threshold = try settings.value(Settings.parallelUploadThreshold, parallelUploadThreshold)
-        guard let thresholdBytes = Self.parseSize(threshold) else {
-            throw CLIError.usage("--\(Settings.parallelUploadThreshold.name) \(threshold) is not a size (e.g. 64MiB, 512KiB, 1GiB) or off")
-        }
-        options.parallelUploadThreshold = thresholdBytes
-        options.parallelUploadParts = try settings.value(Settings.parallelUploadParts, parallelUploadParts)
-        guard (1...1024).contains(options.parallelUploadParts) else {
-            throw CLIError.usage("--\(Settings.parallelUploadParts.name) must be 1 to 1024")
-        }
-        options.cacheDirectory = try settings.value(Settings.cacheDir, cacheDir, otherwise: "\(home ?? "/tmp")/.cache/bucketfs/\(bucket)")
+        for setting in Settings.all { try setting.apply(self, to: &options) }
         return options
+    }
+
+    /// The filesystem's options, every setting resolved and checked.
+    func mountOptions(prefix: String, bucket: String, _ settings: SettingsResolver, home: String?) throws(CLIError) -> MountOptions {
+        try resolved(settings, bucket: bucket, home: home).mountOptions(prefix: prefix, bucket: bucket)
     }
 
     /// Creates the cache directory (once the bucket is known to be there).
@@ -118,10 +62,6 @@ struct FilesystemFlags: ParsableArguments {
         } catch {
             throw CLIError.usage("cannot create cache directory \(directory): \(error.localizedDescription)")
         }
-    }
-
-    func kernelReadAhead(_ settings: SettingsResolver) throws(CLIError) -> Int {
-        try settings.value(Settings.kernelReadAhead, kernelReadAheadKiB)
     }
 
     /// Bytes of a size setting: a number of MiB, or with a unit (KiB, MiB,
@@ -137,10 +77,9 @@ struct FilesystemFlags: ParsableArguments {
         return overflow ? nil : bytes
     }
 
-    static func parseMode(_ text: String, _ name: String) throws(CLIError) -> UInt32 {
-        guard let mode = UInt32(text, radix: 8), mode <= 0o7777 else {
-            throw CLIError.usage("--\(name) \(text) is not an octal mode")
-        }
+    /// Permission bits written in octal; nil for anything else.
+    static func mode(_ text: String) -> UInt32? {
+        guard let mode = UInt32(text, radix: 8), mode <= 0o7777 else { return nil }
         return mode
     }
 
@@ -158,44 +97,19 @@ struct FilesystemFlags: ParsableArguments {
 
 /// How the process runs and talks to the network.
 struct ProcessFlags: ParsableArguments {
-    @Flag(name: Settings.foreground.long, help: Settings.foreground.argumentHelp)
-    var foreground = false
-
-    @Option(name: Settings.logLevel.long, help: Settings.logLevel.argumentHelp)
-    var logLevel: Logger.Level?
-
-    @Option(name: Settings.logFormat.long, help: Settings.logFormat.argumentHelp)
-    var logFormat: LogFormat?
-
-    @Option(name: Settings.metricsAddress.long, help: Settings.metricsAddress.argumentHelp)
-    var metricsAddress: String?
-
-    @Option(name: Settings.logFile.long, help: Settings.logFile.argumentHelp)
-    var logFile: String?
-
-    @Option(name: Settings.connectTimeout.long, help: Settings.connectTimeout.argumentHelp)
-    var connectTimeout: Double?
-
-    @Option(name: Settings.stallTimeout.long, help: Settings.stallTimeout.argumentHelp)
-    var stallTimeout: Double?
-
-    @Option(name: Settings.uploadChunkSize.long, help: Settings.uploadChunkSize.argumentHelp)
-    var uploadChunkMiB: Int?
-
-    @Option(name: Settings.retryAttempts.long, help: Settings.retryAttempts.argumentHelp)
-    var retryAttempts: Int?
-
-    @Option(name: Settings.retryMaxTime.long, help: Settings.retryMaxTime.argumentHelp)
-    var retryMaxTime: Double?
-
-    @Option(name: Settings.config.long, help: Settings.config.argumentHelp)
-    var config: String?
-
-    @Option(name: Settings.readyFD.long, help: Settings.readyFD.argumentHelp)
-    var readyFD: Int32?
-
-    @Option(name: Settings.mountedOn.long, help: Settings.mountedOn.argumentHelp)
-    var mountedOn: String?
+    @Flag(Settings.foreground) var foreground: Bool = false
+    @Option(Settings.logLevel) var logLevel: Logger.Level?
+    @Option(Settings.logFormat) var logFormat: LogFormat?
+    @Option(Settings.metricsAddress) var metricsAddress: String?
+    @Option(Settings.logFile) var logFile: String?
+    @Option(Settings.connectTimeout) var connectTimeout: Double?
+    @Option(Settings.stallTimeout) var stallTimeout: Double?
+    @Option(Settings.uploadChunkSize) var uploadChunkMiB: Int?
+    @Option(Settings.retryAttempts) var retryAttempts: Int?
+    @Option(Settings.retryMaxTime) var retryMaxTime: Double?
+    @Option(Settings.config) var config: String?
+    @Option(Settings.readyFD) var readyFD: Int32?
+    @Option(Settings.mountedOn) var mountedOn: String?
 
     /// The process settings, resolved and checked.
     struct Resolved {
@@ -209,29 +123,28 @@ struct ProcessFlags: ParsableArguments {
     }
 
     func resolve(_ settings: SettingsResolver) throws(CLIError) -> Resolved {
-        let uploadChunkMiB = try settings.value(Settings.uploadChunkSize, uploadChunkMiB)
-        guard (1...1024).contains(uploadChunkMiB) else { throw CLIError.usage("--\(Settings.uploadChunkSize.name) must be 1 to 1024 MiB") }
+        var flags = self
+        // Shown by `bucketfs status`: the file read, whichever way it was named.
+        flags.config = settings.configFile
+        try Settings.resolve(&flags, settings)
+        guard let logLevel = flags.logLevel, let logFormat = flags.logFormat, let uploadChunkMiB = flags.uploadChunkMiB,
+              let connectTimeout = flags.connectTimeout, let stallTimeout = flags.stallTimeout,
+              let retryAttempts = flags.retryAttempts, let retryMaxTime = flags.retryMaxTime
+        else {
+            // Each of these has a default, which resolution falls back to.
+            throw CLIError.usage("a process setting has no value")
+        }
         let metricsAddress: MetricsEndpoint.Address?
         do {
-            metricsAddress = try settings.optional(Settings.metricsAddress, self.metricsAddress).map { try MetricsEndpoint.Address($0) }
+            metricsAddress = try flags.metricsAddress.map { try MetricsEndpoint.Address($0) }
         } catch let error as CLIError {
             throw error
         } catch {
             throw CLIError.usage("--\(Settings.metricsAddress.name): \(error)")
         }
-        let connectTimeout = try settings.value(Settings.connectTimeout, connectTimeout)
-        let stallTimeout = try settings.value(Settings.stallTimeout, stallTimeout)
-        let retryAttempts = try settings.value(Settings.retryAttempts, retryAttempts)
-        let retryMaxTime = try settings.value(Settings.retryMaxTime, retryMaxTime)
-        // Only shown by `bucketfs status`: the file read, whichever way it was named.
-        _ = try settings.optional(Settings.config, settings.configFile)
         return Resolved(
-            foreground: try settings.flag(Settings.foreground, foreground),
-            logLevel: try settings.value(Settings.logLevel, logLevel),
-            logFormat: try settings.value(Settings.logFormat, logFormat),
-            metricsAddress: metricsAddress,
-            logFile: try settings.optional(Settings.logFile, logFile),
-            uploadChunkMiB: uploadChunkMiB,
+            foreground: flags.foreground, logLevel: logLevel, logFormat: logFormat, metricsAddress: metricsAddress,
+            logFile: flags.logFile, uploadChunkMiB: uploadChunkMiB,
             transport: TransportConfiguration(
                 connectTimeout: .milliseconds(Int(connectTimeout * 1000)),
                 stallTimeout: .milliseconds(Int(stallTimeout * 1000)),

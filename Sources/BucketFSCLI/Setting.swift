@@ -1,12 +1,15 @@
 import ArgumentParser
 import Configuration
+import FSCore
 import Logging
 
 /// One setting of `bucketfs mount`, declared once: its name (the long
-/// option `--NAME`, `-o NAME=VALUE` with `-` or `_`, the config file key
-/// and `BUCKETFS_NAME` with `_`), its type, default, help and the places
-/// it may come from. The `@Option`s refer to it, `SettingsResolver` reads
-/// it, and the docs' option table is generated from `Settings.all`.
+/// option `--NAME`, `-o NAME=VALUE` with `-` or `_`, the config file key,
+/// `BUCKETFS_NAME` with `_` and a CSI volume's key), its type, default,
+/// range, help, the places it may come from, and its place: the option
+/// that holds it and the `MountOptions` field it fills. The `@Option`s are
+/// declared with it, `SettingsResolver` reads it, validation, `status`,
+/// the CSI driver and the docs' option table loop over `Settings.all`.
 struct Setting<Value: SettingValue>: AnySetting {
     let name: String
     let help: String
@@ -15,6 +18,10 @@ struct Setting<Value: SettingValue>: AnySetting {
     let defaultValue: Value?
     /// The default in words when it is computed (`the mounting user`).
     let defaultText: String?
+    /// The default when it depends on the mount (the user, the bucket).
+    let fallback: (@Sendable (SettingContext) -> Value)?
+    let range: SettingRange<Value>?
+    let place: SettingPlace<Value>
     let origins: SettingOrigins
     let hidden: Bool
     /// Shown by `bucketfs status`: not the credential settings, and not
@@ -23,13 +30,17 @@ struct Setting<Value: SettingValue>: AnySetting {
     let inStatus: Bool
 
     init(
-        _ name: String, _ valueName: String = "", default defaultValue: Value? = nil, defaultText: String? = nil,
+        _ place: SettingPlace<Value>, _ name: String, _ valueName: String = "", default defaultValue: Value? = nil,
+        defaultText: String? = nil, fallback: (@Sendable (SettingContext) -> Value)? = nil, range: SettingRange<Value>? = nil,
         from origins: SettingOrigins = .everywhere, hidden: Bool = false, inStatus: Bool = true, help: String
     ) {
+        self.place = place
         self.name = name
         self.valueName = valueName
         self.defaultValue = defaultValue
         self.defaultText = defaultText
+        self.fallback = fallback
+        self.range = range
         self.origins = origins
         self.hidden = hidden
         self.inStatus = inStatus && !hidden
@@ -38,6 +49,29 @@ struct Setting<Value: SettingValue>: AnySetting {
 
     var isFlag: Bool { Value.self == Bool.self }
     var defaultDescription: String? { defaultText ?? defaultValue.map { $0.settingDescription } }
+
+    func resolve<Root>(_ root: inout Root, _ resolver: SettingsResolver, _ context: SettingContext) throws(CLIError) {
+        guard let slot = place.slot(in: Root.self) else { return }
+        let value = try resolver.optional(self, slot.get(root), context: context)
+        slot.set(&root, value)
+    }
+
+    func apply(_ flags: FilesystemFlags, to options: inout MountOptions) throws(CLIError) {
+        guard case .filesystemFlag(let slot, let field?) = place, let value = slot.get(flags) ?? Value.unset else { return }
+        guard field.set(&options, value) else { throw CLIError.usage("--\(name) \(value.settingDescription) \(field.refusal)") }
+    }
+
+    var fillsMountOptions: Bool {
+        if case .filesystemFlag(_, _?) = place { true } else { false }
+    }
+
+    func isGiven(in command: MountCommand) -> Bool {
+        switch place {
+        case .storageOption(let slot): slot.get(command.storageOptions) != nil
+        case .filesystemFlag(let slot, _): slot.get(command.filesystem) != nil
+        case .processFlag(let slot): slot.get(command.process) != nil
+        }
+    }
 }
 
 /// The parts of a setting that do not depend on its type.
@@ -50,6 +84,14 @@ protocol AnySetting: Sendable {
     var inStatus: Bool { get }
     var isFlag: Bool { get }
     var defaultDescription: String? { get }
+    /// When the option is declared in `Root` (an option group): resolves
+    /// its value there (`SettingsResolver.optional`), checked against the range.
+    func resolve<Root>(_ root: inout Root, _ resolver: SettingsResolver, _ context: SettingContext) throws(CLIError)
+    /// For a filesystem setting with a `MountOptions` field: sets it from resolved `flags`.
+    func apply(_ flags: FilesystemFlags, to options: inout MountOptions) throws(CLIError)
+    var fillsMountOptions: Bool { get }
+    /// Whether the command line gave it: its place holds a value after parsing.
+    func isGiven(in command: MountCommand) -> Bool
 }
 
 extension AnySetting {
@@ -73,7 +115,11 @@ struct SettingOrigins: OptionSet, Sendable {
     static let mountOption = SettingOrigins(rawValue: 1)
     static let environment = SettingOrigins(rawValue: 2)
     static let configFile = SettingOrigins(rawValue: 4)
-    static let everywhere: SettingOrigins = [.mountOption, .environment, .configFile]
+    /// A CSI volume's StorageClass parameters, attributes or mount flags.
+    static let volume = SettingOrigins(rawValue: 8)
+    static let everywhere: SettingOrigins = [.mountOption, .environment, .configFile, .volume]
+    /// Not a volume: a path on the node, or how the driver runs the mount.
+    static let node: SettingOrigins = [.mountOption, .environment, .configFile]
     static let commandLineOnly: SettingOrigins = []
 }
 
@@ -84,6 +130,12 @@ protocol SettingValue: ExpressibleByArgument, Sendable {
     /// reported through the reader's access reporter.
     static func read(_ reader: ConfigReader, _ key: ConfigKey) throws(CLIError) -> Self?
     var settingDescription: String { get }
+    /// The value when nothing gives one and there is no default.
+    static var unset: Self? { get }
+}
+
+extension SettingValue {
+    static var unset: Self? { nil }
 }
 
 extension SettingValue where Self: CustomStringConvertible {
@@ -91,6 +143,8 @@ extension SettingValue where Self: CustomStringConvertible {
 }
 
 extension Bool: SettingValue {
+    /// A flag nobody turned on is off.
+    static var unset: Bool? { false }
     static func read(_ reader: ConfigReader, _ key: ConfigKey) -> Bool? { reader.bool(forKey: key) }
 }
 

@@ -70,31 +70,14 @@ final class SettingsResolver: Sendable {
     }
 
     /// The value of `setting`: `given` (from its long option) if any, else
-    /// the first source that has it, else its default.
-    func optional<Value>(_ setting: Setting<Value>, _ given: Value?) throws(CLIError) -> Value? {
+    /// the first source that has it, else its default (computed in
+    /// `context` when it depends on the mount); refused outside its range.
+    func optional<Value>(_ setting: Setting<Value>, _ given: Value?, context: SettingContext = SettingContext()) throws(CLIError) -> Value? {
         var value = given
-        if value == nil { value = try read(setting) ?? setting.defaultValue }
+        if value == nil { value = try read(setting) ?? setting.defaultValue ?? setting.fallback?(context) ?? Value.unset }
+        if let value, let range = setting.range, !range.contains(value) { throw CLIError.usage(range.refusal(setting.name)) }
         if setting.inStatus { resolved.withLock { $0[setting.name] = value?.settingDescription ?? "" } }
         return value
-    }
-
-    /// `optional` for a setting with a default.
-    func value<Value>(_ setting: Setting<Value>, _ given: Value?) throws(CLIError) -> Value {
-        guard let value = try optional(setting, given) else { throw CLIError.usage("--\(setting.name) needs a value") }
-        return value
-    }
-
-    /// `optional` with a fallback computed here (the mounting user's uid).
-    func value<Value>(_ setting: Setting<Value>, _ given: Value?, otherwise fallback: Value) throws(CLIError) -> Value {
-        let value = try optional(setting, given) ?? fallback
-        if setting.inStatus { resolved.withLock { $0[setting.name] = value.settingDescription } }
-        return value
-    }
-
-    /// A flag is on when given, or when the first source that has it says
-    /// true (a lower level cannot turn off a flag given higher up).
-    func flag(_ setting: Setting<Bool>, _ given: Bool) throws(CLIError) -> Bool {
-        try value(setting, given ? true : nil, otherwise: false)
     }
 
     /// The settings as resolved so far, for `bucketfs status`.

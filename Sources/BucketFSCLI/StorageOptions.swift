@@ -10,66 +10,26 @@ import Transport
 /// Firebase Auth sign-in speaks the Firebase Storage REST API (v0) as that
 /// user, where the bucket's Security Rules decide.
 struct StorageOptions: ParsableArguments {
-    @Option(name: Settings.endpoint.long, help: Settings.endpoint.argumentHelp)
-    var endpoint: String?
-
-    @Option(name: Settings.keyFile.long, help: Settings.keyFile.argumentHelp)
-    var keyFile: String?
-
-    @Option(name: Settings.impersonateServiceAccount.long, help: Settings.impersonateServiceAccount.argumentHelp)
-    var impersonateServiceAccount: String?
-
-    @Option(name: Settings.iamEndpoint.long, help: Settings.iamEndpoint.argumentHelp)
-    var iamEndpoint: String?
-
-    @Option(name: Settings.billingProject.long, help: Settings.billingProject.argumentHelp)
-    var billingProject: String?
-
-    @Option(name: Settings.tokenFile.long, help: Settings.tokenFile.argumentHelp)
-    var tokenFile: String?
-
-    @Flag(name: Settings.anonymous.long, help: Settings.anonymous.argumentHelp)
-    var anonymous = false
-
-    @Option(name: Settings.firebaseAPIKey.long, help: Settings.firebaseAPIKey.argumentHelp)
-    var firebaseAPIKey: String?
-
-    @Option(name: Settings.firebaseEmail.long, help: Settings.firebaseEmail.argumentHelp)
-    var firebaseEmail: String?
-
-    @Option(name: Settings.firebasePasswordFile.long, help: Settings.firebasePasswordFile.argumentHelp)
-    var firebasePasswordFile: String?
-
-    @Option(name: Settings.firebaseRefreshTokenFile.long, help: Settings.firebaseRefreshTokenFile.argumentHelp)
-    var firebaseRefreshTokenFile: String?
-
-    @Option(name: Settings.firebaseCustomTokenFile.long, help: Settings.firebaseCustomTokenFile.argumentHelp)
-    var firebaseCustomTokenFile: String?
-
-    @Flag(name: Settings.firebaseAnonymous.long, help: Settings.firebaseAnonymous.argumentHelp)
-    var firebaseAnonymous = false
-
-    @Option(name: Settings.firebaseAuthEmulator.long, help: Settings.firebaseAuthEmulator.argumentHelp)
-    var firebaseAuthEmulator: String?
+    @Option(Settings.endpoint) var endpoint: String?
+    @Option(Settings.keyFile) var keyFile: String?
+    @Option(Settings.impersonateServiceAccount) var impersonateServiceAccount: String?
+    @Option(Settings.iamEndpoint) var iamEndpoint: String?
+    @Option(Settings.billingProject) var billingProject: String?
+    @Option(Settings.tokenFile) var tokenFile: String?
+    @Flag(Settings.anonymous) var anonymous: Bool = false
+    @Option(Settings.firebaseAPIKey) var firebaseAPIKey: String?
+    @Option(Settings.firebaseEmail) var firebaseEmail: String?
+    @Option(Settings.firebasePasswordFile) var firebasePasswordFile: String?
+    @Option(Settings.firebaseRefreshTokenFile) var firebaseRefreshTokenFile: String?
+    @Option(Settings.firebaseCustomTokenFile) var firebaseCustomTokenFile: String?
+    @Flag(Settings.firebaseAnonymous) var firebaseAnonymous: Bool = false
+    @Option(Settings.firebaseAuthEmulator) var firebaseAuthEmulator: String?
 
     /// These options with what the mount's other sources (-o, BUCKETFS_*
     /// variables, the config file) add, checked like the command line's.
     func resolved(_ settings: SettingsResolver) throws -> StorageOptions {
         var options = self
-        options.endpoint = try settings.optional(Settings.endpoint, endpoint)
-        options.keyFile = try settings.optional(Settings.keyFile, keyFile)
-        options.impersonateServiceAccount = try settings.optional(Settings.impersonateServiceAccount, impersonateServiceAccount)
-        options.iamEndpoint = try settings.optional(Settings.iamEndpoint, iamEndpoint)
-        options.billingProject = try settings.optional(Settings.billingProject, billingProject)
-        options.tokenFile = try settings.optional(Settings.tokenFile, tokenFile)
-        options.anonymous = try settings.flag(Settings.anonymous, anonymous)
-        options.firebaseAPIKey = try settings.optional(Settings.firebaseAPIKey, firebaseAPIKey)
-        options.firebaseEmail = try settings.optional(Settings.firebaseEmail, firebaseEmail)
-        options.firebasePasswordFile = try settings.optional(Settings.firebasePasswordFile, firebasePasswordFile)
-        options.firebaseRefreshTokenFile = try settings.optional(Settings.firebaseRefreshTokenFile, firebaseRefreshTokenFile)
-        options.firebaseCustomTokenFile = try settings.optional(Settings.firebaseCustomTokenFile, firebaseCustomTokenFile)
-        options.firebaseAnonymous = try settings.flag(Settings.firebaseAnonymous, firebaseAnonymous)
-        options.firebaseAuthEmulator = try settings.optional(Settings.firebaseAuthEmulator, firebaseAuthEmulator)
+        try Settings.resolve(&options, settings)
         do {
             try options.validate()
         } catch let error as ValidationError {

@@ -6,27 +6,23 @@ import StorageKit
 /// The mount settings a volume of the CSI driver may carry (StorageClass
 /// parameters, a static volume's attributes, mount flags): `Settings`,
 /// the one settings table, less those that name files on the node or
-/// steer the process, which the driver sets itself. The driver checks a
+/// steer the process, which the driver sets itself (declared without
+/// the `.volume` origin). The driver checks a
 /// volume with the same resolution `bucketfs mount` runs, so a value
 /// refused here is one the mount would refuse.
 public enum VolumeSettings {
-    /// What a volume may not set: credentials files (a volume names its
-    /// credentials through a Secret, never a path on the node), where the
-    /// cache and log go, the process's own switches.
-    static let reserved: [any AnySetting] = [
-        Settings.keyFile, Settings.tokenFile, Settings.firebasePasswordFile, Settings.firebaseRefreshTokenFile,
-        Settings.firebaseCustomTokenFile, Settings.cacheDir, Settings.logFile, Settings.config, Settings.foreground,
-        Settings.metricsAddress, Settings.readyFD, Settings.mountedOn,
-    ]
-
-    /// Names (config-file spelling) a volume may set, in the table's order.
+    /// Names (config-file spelling) a volume may set, in the table's
+    /// order: the settings that may come from a volume (`.volume`), not
+    /// hidden.
     public static var names: [String] {
-        let refused = Set(reserved.map(\.name))
-        return Settings.all.filter { $0.origins.contains(.mountOption) && !$0.hidden && !refused.contains($0.name) }.map(\.name)
+        Settings.all.filter { $0.origins.contains(.volume) && !$0.hidden }.map(\.name)
     }
 
-    /// Names that are settings but are not a volume's to set.
-    public static var refusedNames: [String] { reserved.map(\.name) }
+    /// Names that are settings but are not a volume's to set: credentials
+    /// files (a volume names its credentials through a Secret, never a
+    /// path on the node), where the cache and log go, the process's own
+    /// switches.
+    public static var refusedNames: [String] { Settings.all.filter { !$0.origins.contains(.volume) }.map(\.name) }
 
     /// A refusal, worded for the Kubernetes user who wrote the volume.
     public struct Refusal: Error, CustomStringConvertible, Sendable {

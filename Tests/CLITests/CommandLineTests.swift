@@ -65,6 +65,58 @@ import Testing
         #expect(listed == visible, "only in help: \(listed.subtracting(visible)), missing: \(visible.subtracting(listed))")
     }
 
+    /// Values the settings' types take, and options that `validate()`
+    /// wants beside some (a Firebase password file goes with an email).
+    static let samples = ["3", "json", "debug", "http://127.0.0.1:9"]
+    static let partners = [[], ["--firebase-anonymous"], ["--impersonate-service-account", "sa@example.com"],
+                           ["--firebase-email", "e@example.com", "--firebase-password-file", "/p"]]
+
+    /// `setting`'s option with a value it takes, and the partner options
+    /// the command line then needs; nil when none parses.
+    static func arguments(for setting: any AnySetting) -> (own: [String], partner: [String])? {
+        let owns = setting.isFlag ? [["--\(setting.name)"]] : samples.map { ["--\(setting.name)", $0] }
+        for own in owns {
+            for partner in partners where (try? MountCommand.parse(["gs://b", "/mnt"] + own + partner)) != nil {
+                return (own, partner)
+            }
+        }
+        return nil
+    }
+
+    @Test("each setting's place is the option of its name: given alone, it and no other setting is given")
+    func placesMatchOptions() throws {
+        for setting in Settings.all {
+            let arguments = try #require(Self.arguments(for: setting), "--\(setting.name) does not parse")
+            let command = try MountCommand.parse(["gs://b", "/mnt"] + arguments.own + arguments.partner)
+            let given = Set(Settings.all.filter { $0.isGiven(in: command) }.map(\.name))
+            let partners = Set(arguments.partner.filter { $0.hasPrefix("--") }.map { String($0.dropFirst(2)) }).subtracting([setting.name])
+            #expect(given.subtracting(partners) == [setting.name], "--\(setting.name) gives \(given.sorted())")
+        }
+    }
+
+    @Test("each filesystem setting with a MountOptions field fills that field and no other setting's")
+    func mountOptionFields() async throws {
+        func fields(_ arguments: [String]) async throws -> [String: String] {
+            let command = try MountCommand.parse(["gs://b", "/mnt"] + arguments)
+            let settings = try await command.resolveSettings(environment: ["HOME": "/nonexistent"])
+            let options = try command.filesystem.mountOptions(prefix: "", bucket: "b", settings, home: "/nonexistent")
+            return Dictionary(uniqueKeysWithValues: Mirror(reflecting: options).children.map { ($0.label ?? "?", "\($0.value)") })
+        }
+        let defaults = try await fields([])
+        var filled: [String: String] = [:]
+        // --config names a file, read before the other settings.
+        for setting in Settings.all where setting.name != Settings.config.name {
+            let arguments = try #require(Self.arguments(for: setting), "--\(setting.name) does not parse")
+            let changed = try await fields(arguments.own + arguments.partner).filter { defaults[$0.key] != $0.value }.map(\.key)
+            #expect(changed.isEmpty != setting.fillsMountOptions, "--\(setting.name) changes \(changed)")
+            for field in changed {
+                #expect(filled[field] == nil, "\(field) is filled by --\(setting.name) and --\(filled[field] ?? "")")
+                filled[field] = setting.name
+            }
+        }
+        #expect(filled["uploadRetryWindow"] == "upload-retry-time" && filled["statTTL"] == "stat-ttl", "\(filled)")
+    }
+
     @Test("each setting's name is written once in the CLI's sources")
     func namesWrittenOnce() throws {
         let directory = Self.repository.appendingPathComponent("Sources/BucketFSCLI")

@@ -60,7 +60,7 @@ import Testing
     @Test("status shows only settings the docs list: hidden tuning knobs stay out")
     func statusSettingsDocumented() async throws {
         let resolver = try await SettingsResolver(mountOptions: [], givenConfig: nil, environment: [:])
-        _ = try resolver.value(Settings.listingStatWidth, nil)
+        _ = try resolver.optional(Settings.listingStatWidth, nil)
         let documented = OptionTable.markdown()
         #expect(resolver.effective["listing-stat-width"] == nil)
         for setting in Settings.all where setting.inStatus {

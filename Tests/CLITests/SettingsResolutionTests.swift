@@ -83,7 +83,7 @@ import Testing
         #expect(process.transport.connectTimeout == .seconds(4))
         // allow_other in -o is bucketfs's --allow-other, which adds it to libfuse's.
         #expect(settings.fuseOptions == ["default_permissions"])
-        #expect(try settings.flag(Settings.allowOther, false))
+        #expect(try settings.optional(Settings.allowOther, nil) == true)
         let shown = settings.effective
         #expect(shown["stat-ttl"] == "22.0" && shown["cache-size"] == "99" && shown["read-only"] == "true", "\(shown)")
         #expect(shown["config"] == config)
@@ -129,6 +129,12 @@ import Testing
             == "unknown mount option(s): stat_tll=5 (see bucketfs mount --help)")
         #expect(await Self.usageMessage(["--file-mode", "0999"], environment: environment) == "--file-mode 0999 is not an octal mode")
         #expect(await Self.usageMessage(["-o", "upload_chunk_size=0"], environment: environment) == "--upload-chunk-size must be 1 to 1024 MiB")
+        #expect(await Self.usageMessage(["-o", "parallel_upload_parts=1025"], environment: environment) == "--parallel-upload-parts must be 1 to 1024")
+        #expect(await Self.usageMessage(["-o", "stat_ttl=-1"], environment: environment) == "TTLs cannot be negative")
+        #expect(await Self.usageMessage(["-o", "kernel-read-ahead=-1"], environment: environment) == "sizes cannot be negative")
+        #expect(await Self.usageMessage(["-o", "upload_retry_time=-1"], environment: environment) == "retry times cannot be negative")
+        #expect(await Self.usageMessage(["--parallel-upload-threshold", "lots"], environment: environment)
+            == "--parallel-upload-threshold lots is not a size (e.g. 64MiB, 512KiB, 1GiB) or off")
         environment["BUCKETFS_ANONYMOUS"] = "true"
         #expect(await Self.usageMessage(["--key-file", "/k.json"], environment: environment)
             == "choose one of --key-file, --token-file, --anonymous and a Firebase sign-in", "credential checks see every source")

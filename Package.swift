@@ -76,8 +76,13 @@ let package = Package(
         // links it.
         .target(name: "FSCoreTesting", dependencies: ["FSCore", "StorageKit"]),
         // Helpers every test target shares (free ports, seeded generators,
-        // the environment scripts/test.sh exports); depends on nothing.
+        // the environment scripts/test.sh exports, the documentation's
+        // fenced blocks); depends on nothing.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // The tests' own client of the test servers (DirectGCS): plain HTTP
+        // to what a server holds and to the requests it logged, bypassing
+        // StorageKit, for the suites that check results on the server.
+        .target(name: "TestServerClient", dependencies: ["Transport", "TestSupport"], path: "Tests/TestServerClient"),
         .target(
             name: "FuseBridge",
             dependencies: [
@@ -139,7 +144,7 @@ let package = Package(
         .testTarget(
             name: "MountTests",
             dependencies: [
-                "StorageKit", "Transport", "FSCore", "FSCoreTesting", "TestSupport", "CXattr", "CSIDriver",
+                "StorageKit", "Transport", "FSCore", "FSCoreTesting", "TestSupport", "TestServerClient", "CXattr", "CSIDriver",
                 .product(name: "GRPCCore", package: "grpc-swift-2"),
                 .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
                 .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
@@ -149,7 +154,7 @@ let package = Package(
             dependencies: ["CSIDriver", "TestSupport", .product(name: "Yams", package: "Yams")]),
         .testTarget(
             name: "StorageKitTests",
-            dependencies: ["StorageKit", "Transport", "TestSupport"],
+            dependencies: ["StorageKit", "Transport", "TestSupport", "TestServerClient"],
             resources: [.copy("Fixtures")]
         ),
         // The Swift samples of the Firebase Storage documents (shared/seeds),

@@ -1,5 +1,6 @@
 import CSIDriver
 import Foundation
+import TestServerClient
 import GRPCCore
 import GRPCProtobuf
 import TestSupport

@@ -1,5 +1,6 @@
 import CSIDriver
 import Foundation
+import TestSupport
 import GRPCCore
 import GRPCNIOTransportHTTP2Posix
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import TestSupport
 import Testing
 import Transport

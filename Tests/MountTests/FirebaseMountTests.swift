@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import Testing
 import Transport
 #if canImport(Glibc)
@@ -75,12 +76,11 @@ extension MountTests {
             }
 
             /// The v0 requests the server saw (with who made them).
-            func requests() async throws -> [[String: Any]] {
-                let response = try await DirectGCS.transport.send(HTTPRequest(method: .get, url: endpoint + "/_firebase/requests", isIdempotent: true))
-                return (try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]]) ?? []
-            }
+            func requests() async throws -> [[String: Any]] { try await requestLog.entries() }
 
-            func clearRequests() async throws { try await Self.post(endpoint, "/_firebase/requests/clear", [:]) }
+            func clearRequests() async throws { try await requestLog.clear() }
+
+            var requestLog: ServerRequestLog { ServerRequestLog(endpoint + "/_firebase/requests") }
 
             /// The most requests the server handled at once since the last clear.
             func widestConcurrency() async throws -> Int {

@@ -1,4 +1,6 @@
 import Foundation
+import TestServerClient
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,6 @@
 import Foundation
+import TestServerClient
+import TestSupport
 import StorageKit
 import Testing
 import Transport

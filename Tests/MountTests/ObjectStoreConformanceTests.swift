@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import FSCore
 import StorageKit
 import Testing

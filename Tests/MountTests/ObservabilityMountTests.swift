@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import Testing
 import Transport
 #if canImport(Glibc)

@@ -42,8 +42,8 @@ extension MountTests {
             #expect(read.count == data.count && read == data, "the bytes read differ from the object's (\(read.count) bytes)")
 
             let gets = try await proxy.requests().filter { $0.query.contains("alt=media") }
-            let ranges = gets.compactMap { $0.range.flatMap(Self.byteRange) }.sorted { $0.lowerBound < $1.lowerBound }
-            #expect(ranges.count == gets.count, "every download is ranged: \(gets.map { $0.range ?? "-" })")
+            let ranges = gets.compactMap { $0.byteRange.flatMap(Self.byteRange) }.sorted { $0.lowerBound < $1.lowerBound }
+            #expect(ranges.count == gets.count, "every download is ranged: \(gets.map { $0.byteRange ?? "-" })")
             let parts = ranges.filter { $0.count == 8 << 20 && $0.lowerBound % (8 << 20) == 0 }
             #expect(parts.count >= 3, "8 MiB parts once the first block has shown the link: \(ranges)")
             #expect(gets.allSatisfy { $0.query.contains("generation=\(generation)") }, "every part names the generation: \(gets.map(\.query))")
@@ -58,9 +58,9 @@ extension MountTests {
             #expect(end == data.count)
             #expect(ranges.count - stream.count <= 3, "few direct reads: \(ranges)")
             // Side by side: the most downloads in flight at one moment.
-            let spans = gets.map { ($0.time, $0.done ?? .infinity) }
+            let spans = gets.map { ($0.time ?? 0, $0.done ?? .infinity) }
             let overlap = spans.map { span in spans.filter { $0.0 <= span.0 && $0.1 > span.0 }.count }.max() ?? 0
-            #expect(overlap >= 4, "at most \(overlap) downloads at once:\n\(gets.map { "\($0.range ?? "-") \($0.time) \($0.done ?? 0)" })")
+            #expect(overlap >= 4, "at most \(overlap) downloads at once:\n\(gets.map { "\($0.byteRange ?? "-") \($0.time ?? 0) \($0.done ?? 0)" })")
             // One connection alone needs 16 s for 64 MiB.
             #expect(elapsed < .seconds(10), "the read took \(elapsed)")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import StorageKit
 import Testing
 import Transport
@@ -135,7 +136,7 @@ extension MountTests {
         @Test("a bucket with a retention policy: the usual single upload, no part", .timeLimit(.minutes(3)))
         func retentionPolicyKeepsTheSingleUpload() async throws {
             let gcs = try DirectGCS.fake(bucket: "mt-retention-\(UUID().uuidString.prefix(8).lowercased())")
-            try await gcs.control("/_retention", ["bucket": gcs.bucket, "seconds": 3600])
+            try await gcs.post("/_retention", json: ["bucket": gcs.bucket, "seconds": 3600])
             let scratch = try Scratch.directory()
             defer { Scratch.remove(scratch) }
             let mount = try await Mount.start(
@@ -151,16 +152,6 @@ extension MountTests {
             #expect(requests.contains { $0.method == "GET" && $0.path == "/storage/v1/b/\(gcs.bucket)" }, "the bucket's metadata was read")
             #expect(mount.logTail(200).contains("retention policy"), "the mount says why\nlog:\n\(mount.logTail())")
         }
-    }
-}
-
-extension DirectGCS {
-    /// fake_gcs.py only: a control request (`POST /_retention` and the like).
-    func control(_ path: String, _ spec: [String: Any]) async throws {
-        let response = try await Self.transport.send(HTTPRequest(
-            method: .post, url: base + path, headers: ["Content-Type": "application/json"],
-            body: .bytes(try JSONSerialization.data(withJSONObject: spec)), isIdempotent: false))
-        guard response.isSuccess else { throw HarnessError("POST \(path) answered \(response.status)") }
     }
 }
 

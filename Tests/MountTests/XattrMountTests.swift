@@ -1,5 +1,7 @@
 import CXattr
 import Foundation
+import TestServerClient
+import TestSupport
 import Testing
 import Transport
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import Testing
 import TestSupport
 import Transport
@@ -99,12 +100,12 @@ import Transport
             endpoint: try TestEnv.url("BUCKETFS_TEST_FAKE_GCS"), credentials: credentials, transport: TestEnv.transport))
         _ = try await storage.reference().child("a.txt").putDataAsync(Data("a".utf8))
         _ = try await storage.reference().listAll()
-        let seen = try await RawGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket).requests()
-            .filter { ($0["path"] as? String ?? "").contains("/b/\(bucket)") }
+        let seen = try await DirectGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket).requests()
+            .filter { $0.path.contains("/b/\(bucket)") }
         #expect(seen.count >= 2)
         for request in seen {
-            #expect(request["authorization"] as? String == kind.bearer, "\(request)")
-            #expect(request["userProject"] as? String == "quota-\(kind.rawValue)", "\(request)")
+            #expect(request.authorization == kind.bearer, "\(request)")
+            #expect(request.userProject == "quota-\(kind.rawValue)", "\(request)")
         }
         if kind == .externalURLImpersonated || kind == .impersonatedServiceAccount {
             // IAM was called with the source's token.
@@ -122,11 +123,11 @@ import Transport
         let storage = Storage(bucket: bucket, configuration: configuration)
         _ = try await storage.reference().child("b.txt").putDataAsync(Data("b".utf8))
         _ = try await storage.reference().child("b.txt").getMetadata()
-        let seen = try await RawGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket).requests()
-            .filter { ($0["path"] as? String ?? "").contains("/b/\(bucket)") }
+        let seen = try await DirectGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket).requests()
+            .filter { $0.path.contains("/b/\(bucket)") }
         #expect(seen.count >= 2)
         for request in seen {
-            let query = request["query"] as? String ?? ""
+            let query = request.query
             #expect(query.components(separatedBy: "&").filter { $0.hasPrefix("userProject=") } == ["userProject=my%20billing"], "\(request)")
         }
     }

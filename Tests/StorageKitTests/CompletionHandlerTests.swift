@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import TestServerClient
 import Synchronization
 import Testing
 @testable import StorageKit
@@ -8,12 +9,12 @@ import Testing
 /// once, on `storage.callbackQueue`, with NSError-shaped errors; results
 /// are checked through the JSON API.
 @Suite struct CompletionHandlerTests {
-    let raw: RawGCS
+    let raw: DirectGCS
     let storage: Storage
     let prefix = TestEnv.uniquePrefix("cb")
 
     init() throws {
-        raw = try RawGCS.emulator()
+        raw = try DirectGCS.emulator()
         storage = try TestEnv.emulator()
     }
 

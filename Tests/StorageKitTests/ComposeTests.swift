@@ -1,11 +1,12 @@
 import Foundation
+import TestServerClient
 import Testing
 @testable import StorageKit
 import Transport
 
 /// Parallel composite uploads' calls (parts from file regions, compose)
 /// against both real servers, each result read back with plain requests
-/// (`RawGCS`). Where a server departs from Cloud Storage's documentation,
+/// (`DirectGCS`). Where a server departs from Cloud Storage's documentation,
 /// the check says what GCS does and what the server does instead.
 @Suite struct ComposeTests {
     /// Each server with a bucket and a prefix of this test's own.
@@ -13,15 +14,15 @@ import Transport
         let variable: String
         var description: String { variable }
 
-        func connect() async throws -> (RawGCS, Storage, String) {
+        func connect() async throws -> (DirectGCS, Storage, String) {
             let prefix = TestEnv.uniquePrefix("compose")
             if variable == "BUCKETFS_TEST_FAKE_GCS_SERVER" {
                 let bucket = "sk-\(UUID().uuidString.prefix(8).lowercased())"
-                let raw = try RawGCS(variable, bucket: bucket)
+                let raw = try DirectGCS(variable, bucket: bucket)
                 try await raw.post("/storage/v1/b", json: ["name": bucket])
                 return (raw, try TestEnv.storage(variable, bucket: bucket, chunk: 256 << 10, threshold: 256 << 10), prefix)
             }
-            return (try RawGCS.emulator(), try TestEnv.emulator(chunk: 256 << 10, threshold: 256 << 10), prefix)
+            return (try DirectGCS.emulator(), try TestEnv.emulator(chunk: 256 << 10, threshold: 256 << 10), prefix)
         }
     }
 
@@ -112,7 +113,7 @@ import Transport
     /// object it made and fails ifGenerationMatch=0.
     @Test func aResentComposeThatMeetsItsOwnObjectSucceeds() async throws {
         let bucket = "sk-compose-\(UUID().uuidString.prefix(8).lowercased())"
-        let raw = try RawGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
+        let raw = try DirectGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
         let storage = try TestEnv.fake(bucket: bucket)
         let data = Data("parts of a whole".utf8)
         let part = storage.reference().child(".parts/0")
@@ -122,7 +123,7 @@ import Transport
         let composed = try await destination.compose([part], ifGenerationMatch: 0, expectedCRC32C: ObjectHashes.of(data).crc32c, expectedSize: Int64(data.count))
         #expect(composed.size == Int64(data.count))
         #expect(try await raw.media("whole.bin") == data)
-        let composes = try await raw.requests().filter { ($0["path"] as? String)?.hasSuffix("/compose") == true }
+        let composes = try await raw.requests().filter { $0.path.hasSuffix("/compose") }
         #expect(composes.count == 2, "the first answer lost, the resend refused by the precondition")
 
         // Without the expected checksum the 412 is someone else's object.
@@ -152,7 +153,7 @@ import Transport
 
     @Test func aBucketsRetentionPeriodIsRead() async throws {
         let bucket = "sk-retention-\(UUID().uuidString.prefix(8).lowercased())"
-        let raw = try RawGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
+        let raw = try DirectGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
         let storage = try TestEnv.fake(bucket: bucket)
         #expect(try await storage.retentionPeriod() == nil)
         try await raw.post("/_retention", json: ["bucket": bucket, "seconds": 86_400])

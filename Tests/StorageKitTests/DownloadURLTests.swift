@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import Synchronization
 import Testing
 import Transport
@@ -42,7 +43,7 @@ import Transport
 
     @Test func tokenIsCreatedOnceThenStableForEveryKindOfName() async throws {
         let storage = try TestEnv.emulator()
-        let raw = try RawGCS.emulator()
+        let raw = try DirectGCS.emulator()
         for (name, encoded) in Self.encodings {
             let ref = storage.reference().child("\(prefix)/\(name)")
             try await raw.put(ref.fullPath, Data("bytes of \(name)".utf8))
@@ -66,7 +67,7 @@ import Transport
 
     @Test func anExistingTokenIsUsedAsItIs() async throws {
         let storage = try TestEnv.emulator()
-        let raw = try RawGCS.emulator()
+        let raw = try DirectGCS.emulator()
         let name = "\(prefix)/has-tokens.txt"
         try await raw.put(name, Data("x".utf8), metadata: [StorageReference.downloadTokensKey: "first-token,second-token", "other": "kept"])
         let url = try await storage.reference().child(name).downloadURL()
@@ -89,7 +90,7 @@ import Transport
     /// and everyone gets the winner's token.
     @Test func racingClientsAgreeOnOneToken() async throws {
         let storage = try TestEnv.fake(bucket: "race-\(prefix.lowercased())")
-        let raw = try RawGCS("BUCKETFS_TEST_FAKE_GCS", bucket: storage.bucket)
+        let raw = try DirectGCS("BUCKETFS_TEST_FAKE_GCS", bucket: storage.bucket)
         let name = "\(prefix)/race.bin"
         try await raw.put(name, Data("race".utf8), metadata: ["keep": "me"])
         let ref = storage.reference().child(name)

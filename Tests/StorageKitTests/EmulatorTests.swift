@@ -1,18 +1,19 @@
 import Crypto
 import Foundation
+import TestServerClient
 import Synchronization
 import Testing
 @testable import StorageKit
 
 /// Every StorageKit call against gcp-storage-emulator on loopback, each
-/// result checked through a separate plain HTTP request (`RawGCS`).
+/// result checked through a separate plain HTTP request (`DirectGCS`).
 @Suite struct EmulatorTests {
-    let raw: RawGCS
+    let raw: DirectGCS
     let storage: Storage
     let prefix = TestEnv.uniquePrefix("sk")
 
     init() throws {
-        raw = try RawGCS.emulator()
+        raw = try DirectGCS.emulator()
         storage = try TestEnv.emulator()
     }
 
@@ -141,7 +142,7 @@ import Testing
 
     @Test func updateMetadataChangesOnlyWhatWasGivenAndDeletesByNil() async throws {
         let name = "\(prefix)/forest.jpg"
-        try await raw.put(name, Data("jpg".utf8), contentType: "image/jpeg", metadata: ["keep": "1", "drop": "2"])
+        try await raw.put(name, Data("jpg".utf8), metadata: ["keep": "1", "drop": "2"], contentType: "image/jpeg")
         let ref = storage.reference().child(name)
         let update = StorageMetadata()
         update.cacheControl = "public,max-age=300"
@@ -183,7 +184,7 @@ import Testing
 
     @Test func deleteAndCopy() async throws {
         let name = "\(prefix)/original.txt"
-        try await raw.put(name, Data("copy me".utf8), contentType: "text/plain", metadata: ["k": "v"])
+        try await raw.put(name, Data("copy me".utf8), metadata: ["k": "v"], contentType: "text/plain")
         let source = storage.reference().child(name)
         let destination = storage.reference().child("\(prefix)/copy.txt")
         let copied = try await source.copy(to: destination)

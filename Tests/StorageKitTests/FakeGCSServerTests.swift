@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import Testing
 @testable import StorageKit
 import Transport
@@ -9,12 +10,12 @@ import Transport
 /// Where this server departs from Cloud Storage's documentation, the check
 /// says what GCS does and what this server does instead.
 @Suite struct FakeGCSServerTests {
-    let raw: RawGCS
+    let raw: DirectGCS
     let storage: Storage
 
     init() async throws {
         let bucket = "sk-\(UUID().uuidString.prefix(8).lowercased())"
-        raw = try RawGCS("BUCKETFS_TEST_FAKE_GCS_SERVER", bucket: bucket)
+        raw = try DirectGCS("BUCKETFS_TEST_FAKE_GCS_SERVER", bucket: bucket)
         try await raw.post("/storage/v1/b", json: ["name": bucket])
         storage = try TestEnv.storage("BUCKETFS_TEST_FAKE_GCS_SERVER", bucket: bucket, chunk: 256 * 1024, threshold: 256 * 1024)
     }
@@ -47,7 +48,7 @@ import Transport
     }
 
     @Test func updateMetadataMergesCustomKeysAndChangesOnlyWhatWasGiven() async throws {
-        try await raw.put("forest.jpg", Data("jpg".utf8), contentType: "image/jpeg", metadata: ["keep": "1", "drop": "2"])
+        try await raw.put("forest.jpg", Data("jpg".utf8), metadata: ["keep": "1", "drop": "2"], contentType: "image/jpeg")
         let ref = storage.reference().child("forest.jpg")
         let update = StorageMetadata()
         update.cacheControl = "public,max-age=300"

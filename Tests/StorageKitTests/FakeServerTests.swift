@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import Testing
 @testable import StorageKit
 import Transport
@@ -7,17 +8,17 @@ import Transport
 /// against the tests' own loopback GCS server, which honours both and
 /// injects faults on request.
 @Suite struct FakeServerTests {
-    let raw: RawGCS
+    let raw: DirectGCS
     let storage: Storage
     let bucket = "fake-\(UUID().uuidString.prefix(8).lowercased())"
 
     init() throws {
-        raw = try RawGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
+        raw = try DirectGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
         storage = try TestEnv.fake(bucket: bucket)
     }
 
     func requestCount(containing fragment: String) async throws -> Int {
-        try await raw.requests().filter { ($0["path"] as? String ?? "").contains(fragment) }.count
+        try await raw.requests().filter { $0.path.contains(fragment) }.count
     }
 
     @Test func listAllFollowsEveryPage() async throws {
@@ -66,11 +67,11 @@ import Transport
         }
         // This suite's bucket is its own: no other test lists it.
         let lists = try await raw.requests().filter {
-            $0["method"] as? String == "GET" && ($0["path"] as? String ?? "").hasSuffix("/storage/v1/b/\(bucket)/o")
+            $0.method == "GET" && $0.path.hasSuffix("/storage/v1/b/\(bucket)/o")
         }
         #expect(lists.count == 2)
         for request in lists {
-            let query = (request["query"] as? String ?? "").removingPercentEncoding ?? ""
+            let query = request.query.removingPercentEncoding ?? ""
             #expect(query.contains("fields=") && query.contains("items(bucket,name,generation"), "\(query)")
         }
     }
@@ -196,7 +197,7 @@ import Transport
         try await raw.post("/_faults", json: ["method": "GET", "path_contains": "/o/cut.bin", "cut_after_bytes": 700_000, "count": 1])
         let got = try await storage.reference().child("cut.bin").data(maxSize: 4 << 20)
         #expect(got == data)
-        let ranged = try await raw.requests().filter { ($0["path"] as? String ?? "").hasSuffix("/o/cut.bin") }
+        let ranged = try await raw.requests().filter { $0.path.hasSuffix("/o/cut.bin") }
         #expect(ranged.count >= 2, "the download was resumed by a second request")
     }
 
@@ -213,7 +214,7 @@ import Transport
 
     @Test func copyLoopsOnTheRewriteToken() async throws {
         let data = TestEnv.randomData(3 << 20, seed: 5)
-        try await raw.put("src.bin", data, contentType: "application/x-test", metadata: ["a": "b"])
+        try await raw.put("src.bin", data, metadata: ["a": "b"], contentType: "application/x-test")
         let copied = try await storage.reference().child("src.bin").copy(to: storage.reference().child("dst.bin"))
         #expect(copied.size == Int64(data.count))
         #expect(copied.contentType == "application/x-test")

@@ -83,7 +83,7 @@ import Testing
             try await Task.sleep(for: .milliseconds(250))
         }
         #expect(tokens.count >= 3, "an 8 s token is renewed during 20 s of use, got \(tokens.count) tokens")
-        let refreshes = try await server.allRequests().filter { ($0["path"] as? String) == "/securetoken.googleapis.com/v1/token" }
+        let refreshes = try await server.allRequests().filter { $0.path == "/securetoken.googleapis.com/v1/token" }
         #expect(refreshes.count >= 2)
         // A token renewed in time is never refused; under heavy load a
         // request may still reach the server after its token expired: it

@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import Testing
 import Transport
 @testable import StorageKit
@@ -14,13 +15,13 @@ struct FirebaseServer {
     let base: String
     let bucket: String
     /// The JSON API of the same server, for checks and seeding.
-    let raw: RawGCS
+    let raw: DirectGCS
 
     init(bucket: String = "fb-\(UUID().uuidString.prefix(8).lowercased())") throws {
         let url = try TestEnv.url("BUCKETFS_TEST_FIREBASE").absoluteString
         base = url.hasSuffix("/") ? String(url.dropLast()) : url
         self.bucket = bucket
-        raw = try RawGCS("BUCKETFS_TEST_FIREBASE", bucket: bucket)
+        raw = try DirectGCS("BUCKETFS_TEST_FIREBASE", bucket: bucket)
     }
 
     /// `127.0.0.1:PORT`, as FIREBASE_*_EMULATOR_HOST take it.
@@ -70,10 +71,7 @@ struct FirebaseServer {
     }
 
     /// The v0 requests the server saw (`auth`, `command`, `offset`, …).
-    func requests() async throws -> [[String: Any]] {
-        let response = try await TestEnv.transport.send(HTTPRequest(method: .get, url: base + "/_firebase/requests", isIdempotent: true))
-        return (try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]]) ?? []
-    }
+    func requests() async throws -> [[String: Any]] { try await ServerRequestLog(base + "/_firebase/requests").entries() }
 
     /// The server's resumable sessions (either protocol) for objects whose
     /// name starts with `prefix`: name and status (active, final, cancelled).
@@ -87,7 +85,7 @@ struct FirebaseServer {
     }
 
     /// fake_gcs.py's log of every request (auth endpoints included).
-    func allRequests() async throws -> [[String: Any]] { try await raw.requests() }
+    func allRequests() async throws -> [LoggedRequest] { try await raw.requests() }
 
     @discardableResult
     func post(_ path: String, _ json: [String: Any]) async throws -> [String: Any] {

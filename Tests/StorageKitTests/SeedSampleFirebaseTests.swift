@@ -34,7 +34,7 @@ extension SeedSampleTests {
         try await Self.checkMetadataSamples(seed: "002", run: run, raw: server.raw)
 
         report = try await run.run(["003-setup", "003-1", "003-2"])
-        let listed = try await server.raw.list(prefix: "files/uid/")
+        let listed = try await server.raw.listFolder(prefix: "files/uid/")
         #expect(listed.items.count == 5)
         #expect(report.values("003-1", "item") == listed.items)
         #expect(report.values("003-1", "prefix") == ["files/uid/photos"])

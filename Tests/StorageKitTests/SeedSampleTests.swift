@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import Synchronization
 import Testing
 import Transport
@@ -110,7 +111,7 @@ import Transport
         try await Self.checkMetadataSamples(seed: "004", run: run, raw: raw)
     }
 
-    static func checkMetadataSamples(seed: String, run: SeedSampleRun, raw: RawGCS) async throws {
+    static func checkMetadataSamples(seed: String, run: SeedSampleRun, raw: DirectGCS) async throws {
         var report = try await run.run(["\(seed)-1"])
         #expect(report.value("\(seed)-1", "name") == "forest.jpg")
         #expect(report.value("\(seed)-1", "error") == nil)
@@ -139,7 +140,7 @@ import Transport
     @Test func listSamplesOnTheEmulator() async throws {
         let (run, raw) = try await SeedSampleRun.onEmulator("list")
         let report = try await run.run(["003-setup", "003-1", "003-2"])
-        let listed = try await raw.list(prefix: "files/uid/")
+        let listed = try await raw.listFolder(prefix: "files/uid/")
         #expect(listed.items.count == 5)
         #expect(report.values("003-1", "item") == listed.items)
         #expect(report.values("003-1", "prefix") == listed.prefixes.map { String($0.dropLast()) })
@@ -152,21 +153,21 @@ import Transport
     @Test func paginationSampleFollowsPageTokens() async throws {
         let bucket = "seeds-pages-\(UUID().uuidString.prefix(8).lowercased())"
         let run = SeedSampleRun(bucket: bucket, endpoint: try TestEnv.url("BUCKETFS_TEST_FAKE_GCS"))
-        let raw = try RawGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
+        let raw = try DirectGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
         let report = try await run.run(["003-setup-250", "003-2", "003-1"])
         let pages = report.values("003-2", "page")
         #expect(pages == [
             "0 prefixes, 100 items, pageToken no", "0 prefixes, 100 items, pageToken yes",
             "1 prefixes, 50 items, pageToken yes",
         ])
-        let listed = try await raw.list(prefix: "files/uid/")
+        let listed = try await raw.listFolder(prefix: "files/uid/")
         #expect(listed.items.count == 250)
         #expect(report.values("003-2", "item") == listed.items)
         #expect(report.values("003-1", "item") == listed.items)
         #expect(report.values("003-1", "prefix") == ["files/uid/photos"])
         let pageRequests = try await raw.requests().compactMap { request -> [String: String]? in
-            guard (request["path"] as? String) == "/storage/v1/b/\(bucket)/o", let query = request["query"] as? String else { return nil }
-            let items = URLComponents(string: "?" + query)?.queryItems ?? []
+            guard request.path == "/storage/v1/b/\(bucket)/o" else { return nil }
+            let items = URLComponents(string: "?" + request.query)?.queryItems ?? []
             let fields = Dictionary(items.map { ($0.name, $0.value ?? "") }) { $1 }
             return fields["maxResults"] == "100" ? fields : nil
         }
@@ -187,7 +188,7 @@ import Transport
 
     /// A download URL the sample received: the Firebase form, the object's
     /// path as one segment, and the token the object's metadata holds.
-    static func expectDownloadURL(_ text: String?, of name: String, raw: RawGCS, bucket: String) async throws {
+    static func expectDownloadURL(_ text: String?, of name: String, raw: DirectGCS, bucket: String) async throws {
         let url = try #require(text.flatMap { URL(string: $0) }, "a download URL")
         let resource = try #require(try await raw.resource(name))
         let token = try #require((resource["metadata"] as? [String: String])?[StorageReference.downloadTokensKey])
@@ -204,9 +205,9 @@ struct SeedSampleRun {
     var extraEnvironment: [String: String] = [:]
 
     /// A fresh bucket on the emulator, and a reader for it.
-    static func onEmulator(_ label: String) async throws -> (SeedSampleRun, RawGCS) {
+    static func onEmulator(_ label: String) async throws -> (SeedSampleRun, DirectGCS) {
         let bucket = "seeds-\(label)-\(UUID().uuidString.prefix(8).lowercased())"
-        let raw = try RawGCS("BUCKETFS_TEST_EMULATOR", bucket: bucket)
+        let raw = try DirectGCS("BUCKETFS_TEST_EMULATOR", bucket: bucket)
         try await raw.post("/storage/v1/b?project=seeds", json: ["name": bucket])
         return (SeedSampleRun(bucket: bucket, endpoint: try TestEnv.url("BUCKETFS_TEST_EMULATOR")), raw)
     }
@@ -300,24 +301,4 @@ struct SampleReport {
     func values(key: String) -> [String] { lines.filter { $0.key == key }.map(\.sample) }
 
     func entries(key: String) -> [(String, String)] { lines.filter { $0.key == key }.map { ($0.sample, $0.value) } }
-}
-
-extension RawGCS {
-    /// Item names and prefixes below `prefix` with delimiter `/`, all pages,
-    /// straight from the JSON API.
-    func list(prefix: String) async throws -> (items: [String], prefixes: [String]) {
-        var items: [String] = []
-        var prefixes: [String] = []
-        var token: String?
-        repeat {
-            var url = "\(base)/storage/v1/b/\(bucket)/o?delimiter=%2F&prefix=\(prefix.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"
-            if let token { url += "&pageToken=\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)" }
-            let response = try await TestEnv.transport.send(HTTPRequest(method: .get, url: url, isIdempotent: true))
-            let json = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
-            items += (json["items"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
-            prefixes += json["prefixes"] as? [String] ?? []
-            token = json["nextPageToken"] as? String
-        } while token != nil
-        return (items.sorted(), prefixes.sorted())
-    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import Testing
 @testable import StorageKit
 
@@ -23,13 +24,13 @@ struct GrowingFile {
 }
 
 /// Streaming uploads against gcp-storage-emulator, checked through plain
-/// HTTP requests (`RawGCS`).
+/// HTTP requests (`DirectGCS`).
 @Suite struct StreamingUploadEmulatorTests {
-    let raw: RawGCS
+    let raw: DirectGCS
     let prefix = TestEnv.uniquePrefix("stream")
 
     init() throws {
-        raw = try RawGCS.emulator()
+        raw = try DirectGCS.emulator()
     }
 
     @Test func aFortyMiBFileIsSentSixteenMiBAtATimeWhileItIsWritten() async throws {
@@ -130,12 +131,12 @@ struct GrowingFile {
 /// What the emulator cannot show: preconditions and lost chunks, against
 /// the tests' own loopback GCS server.
 @Suite struct StreamingUploadFakeServerTests {
-    let raw: RawGCS
+    let raw: DirectGCS
     let bucket = "stream-\(UUID().uuidString.prefix(8).lowercased())"
     let storage: Storage
 
     init() throws {
-        raw = try RawGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
+        raw = try DirectGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket)
         storage = try TestEnv.storage("BUCKETFS_TEST_FAKE_GCS", bucket: bucket, chunk: 256 * 1024)
     }
 
@@ -203,7 +204,7 @@ struct GrowingFile {
         #expect(try await raw.media("lost.bin") == data)
 
         let puts = try await raw.requests().filter {
-            $0["method"] as? String == "PUT" && ($0["path"] as? String ?? "").contains("/b/\(bucket)/")
+            $0.method == "PUT" && $0.path.contains("/b/\(bucket)/")
         }
         // 6 chunks that landed, 2 that did not (drop, 503), and after each
         // of the 4 faults one status query.

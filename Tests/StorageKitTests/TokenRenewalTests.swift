@@ -1,4 +1,5 @@
 import Foundation
+import TestServerClient
 import Testing
 import TestSupport
 import Transport
@@ -16,20 +17,20 @@ import Transport
 
     /// An `authorized_user` file for `server`, its provider, and a Storage
     /// on fake_gcs.py for a bucket of the test's own.
-    static func userStorage(_ server: TokenServer, _ fixture: Fixture) throws -> (Storage, RawGCS) {
+    static func userStorage(_ server: TokenServer, _ fixture: Fixture) throws -> (Storage, DirectGCS) {
         let path = try Kind.authorizedUser.file(server, fixture, quota: "quota-401")
         let credentials = try CredentialsFile.load(path, transport: fixture.transport)
         let bucket = "renew-\(UUID().uuidString.prefix(8).lowercased())"
         let storage = Storage(bucket: bucket, configuration: StorageConfiguration(
             endpoint: try TestEnv.url("BUCKETFS_TEST_FAKE_GCS"), credentials: credentials, transport: TestEnv.transport))
-        return (storage, try RawGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket))
+        return (storage, try DirectGCS("BUCKETFS_TEST_FAKE_GCS", bucket: bucket))
     }
 
     /// The Authorization header of each request fake_gcs.py saw for the bucket.
-    static func bearers(_ gcs: RawGCS) async throws -> [String?] {
+    static func bearers(_ gcs: DirectGCS) async throws -> [String?] {
         try await gcs.requests()
-            .filter { ($0["path"] as? String ?? "").contains("/b/\(gcs.bucket)/") }
-            .map { $0["authorization"] as? String }
+            .filter { $0.path.contains("/b/\(gcs.bucket)/") }
+            .map(\.authorization)
     }
 
     // GCS answers 401 to a token it no longer accepts (revoked, or expired

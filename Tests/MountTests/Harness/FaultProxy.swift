@@ -1,4 +1,6 @@
 import Foundation
+import TestServerClient
+import TestSupport
 import Transport
 #if canImport(Glibc)
 import Glibc
@@ -70,32 +72,11 @@ final class FaultProxy: @unchecked Sendable {
         _ = try await DirectGCS.transport.send(HTTPRequest(method: .delete, url: endpoint + "/_faults", isIdempotent: true))
     }
 
-    struct Request {
-        let method: String
-        let path: String
-        let query: String
-        /// Its Range header, if any.
-        let range: String?
-        /// When it arrived, and when its answer was sent (nil: not yet).
-        let time: Double
-        let done: Double?
-        /// The fault applied to it, if any.
-        let fault: String?
-    }
+    /// The requests the proxy has seen, in order (`time`, `done` and
+    /// `fault` filled in).
+    var requestLog: ServerRequestLog { ServerRequestLog(endpoint + "/_requests") }
 
-    /// Every request the proxy has seen, in order.
-    func requests() async throws -> [Request] {
-        let response = try await DirectGCS.transport.send(HTTPRequest(method: .get, url: endpoint + "/_requests", isIdempotent: true))
-        let list = (try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]]) ?? []
-        return list.map {
-            Request(
-                method: $0["method"] as? String ?? "", path: $0["path"] as? String ?? "", query: $0["query"] as? String ?? "",
-                range: $0["range"] as? String, time: $0["time"] as? Double ?? 0, done: $0["done"] as? Double,
-                fault: $0["fault"] as? String)
-        }
-    }
+    func requests() async throws -> [LoggedRequest] { try await requestLog.requests() }
 
-    func clearRequests() async throws {
-        _ = try await DirectGCS.transport.send(HTTPRequest(method: .post, url: endpoint + "/_requests/clear", isIdempotent: false))
-    }
+    func clearRequests() async throws { try await requestLog.clear() }
 }

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import Transport
 @testable import StorageKit
+import TestServerClient
 import TestSupport
 
 /// The loopback servers `scripts/test.sh` starts. A missing one fails the
@@ -15,7 +16,7 @@ enum TestEnv {
 
     static func url(_ variable: String) throws -> URL { try TestEnvironment.url(variable) }
 
-    static let emulatorBucket = "bucketfs-test"
+    static let emulatorBucket = DirectGCS.emulatorBucket
 
     /// Fast retries: the schedule is unit-tested, the suites need speed.
     static let transport = HTTPTransport(configuration: TransportConfiguration(
@@ -81,72 +82,13 @@ enum TestEnv {
     }
 }
 
-/// Reads what the server holds with plain HTTP requests, independently of
-/// StorageKit's own code paths.
-struct RawGCS {
-    let base: String
-    let bucket: String
-
-    init(_ variable: String, bucket: String) throws {
-        let url = try TestEnv.url(variable).absoluteString
-        base = url.hasSuffix("/") ? String(url.dropLast()) : url
-        self.bucket = bucket
-    }
-
-    static func emulator() throws -> RawGCS { try RawGCS("BUCKETFS_TEST_EMULATOR", bucket: TestEnv.emulatorBucket) }
-
-    private func objectURL(_ name: String) -> String {
-        let encoded = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? name
-        return "\(base)/storage/v1/b/\(bucket)/o/\(encoded)"
-    }
-
-    /// The object resource as JSON, or nil when the server says 404.
-    func resource(_ name: String) async throws -> [String: Any]? {
-        let response = try await TestEnv.transport.send(HTTPRequest(method: .get, url: objectURL(name), isIdempotent: true))
-        if response.status == 404 { return nil }
-        #expect(response.status == 200)
-        return try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
-    }
-
-    func media(_ name: String) async throws -> Data? {
-        let response = try await TestEnv.transport.send(HTTPRequest(method: .get, url: objectURL(name) + "?alt=media", isIdempotent: true))
-        if response.status == 404 { return nil }
-        #expect(response.status == 200)
-        return response.body
-    }
-
-    /// Uploads directly (multipart), bypassing StorageKit.
-    func put(_ name: String, _ data: Data, contentType: String = "application/octet-stream", metadata: [String: String] = [:]) async throws {
-        let boundary = "rawboundary"
-        var resource: [String: Any] = ["name": name, "contentType": contentType]
-        if !metadata.isEmpty { resource["metadata"] = metadata }
-        var body = Data("--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8)
-        body += try JSONSerialization.data(withJSONObject: resource)
-        body += Data("\r\n--\(boundary)\r\nContent-Type: \(contentType)\r\n\r\n".utf8) + data + Data("\r\n--\(boundary)--\r\n".utf8)
-        let response = try await TestEnv.transport.send(HTTPRequest(
-            method: .post, url: "\(base)/upload/storage/v1/b/\(bucket)/o?uploadType=multipart",
-            headers: ["Content-Type": "multipart/related; boundary=\(boundary)"], body: .bytes(body), isIdempotent: false))
-        #expect(response.status == 200, "direct upload of \(name) answered \(response.status)")
-    }
-
+extension DirectGCS {
     /// The listing example: dir/item-00 … dir/item-24, dir/sub/inner and
     /// the placeholder dir/explicit/.
     func seedListingExample() async throws {
         for i in 0..<25 { try await put("dir/item-\(String(format: "%02d", i))", Data([UInt8(i)])) }
         try await put("dir/sub/inner", Data("i".utf8))
         try await put("dir/explicit/", Data())
-    }
-
-    func post(_ path: String, json: [String: Any]) async throws {
-        let response = try await TestEnv.transport.send(HTTPRequest(
-            method: .post, url: base + path, headers: ["Content-Type": "application/json"],
-            body: .bytes(try JSONSerialization.data(withJSONObject: json)), isIdempotent: false))
-        #expect(response.isSuccess)
-    }
-
-    func requests() async throws -> [[String: Any]] {
-        let response = try await TestEnv.transport.send(HTTPRequest(method: .get, url: base + "/_requests", isIdempotent: true))
-        return (try JSONSerialization.jsonObject(with: response.body) as? [[String: Any]]) ?? []
     }
 }
 

@@ -23,7 +23,7 @@ extension FileSystem {
                 s.inodes.addLookups(inode)
                 return entryReply(stagedAttributes(staged, path: path, inode: inode, s))
             }
-            guard let node = s.stats.lookup(path, now: now) ?? s.listings.node(path, now: now) else {
+            guard let node = s.metadata.answer(path, now: now) else {
                 return nil
             }
             return try countedEntry(path, node, &s)
@@ -38,7 +38,7 @@ extension FileSystem {
         }
         let later = clock.now
         return try state.withLock { s throws(FSError) in
-            s.stats.insert(path, node, now: later)
+            s.metadata.apply(.stated(path, node), now: later)
             return try countedEntry(path, node, &s)
         }
     }
@@ -74,12 +74,12 @@ extension FileSystem {
         }
         let now = clock.now
         let node: StatCache.Node
-        if let cached = state.withLock({ $0.stats.lookup(record.path, now: now) }) {
+        if let cached = state.withLock({ $0.metadata.node(record.path, now: now) }) {
             node = cached
         } else {
             node = try await refresh(record)
             let later = clock.now
-            state.withLock { $0.stats.insert(record.path, node, now: later) }
+            state.withLock { $0.metadata.apply(.stated(record.path, node), now: later) }
         }
         guard let attributes = state.withLock({ attributes(node, inode: inode, $0) }), node.kind == record.kind else {
             // Gone, or its name now means a directory instead of a file (or

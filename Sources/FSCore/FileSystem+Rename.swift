@@ -94,7 +94,7 @@ extension FileSystem {
             if let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode] {
                 return .file(staged.state(in: s).view(objectName: objectName(path)))
             }
-            return s.stats.lookup(path, now: now)
+            return s.metadata.node(path, now: now)
         }) {
             return known
         }
@@ -116,9 +116,10 @@ extension FileSystem {
             copied = try await store.copy(
                 objectName(source), to: objectName(target), ifSourceGenerationMatch: info.generation, ifGenerationMatch: ifTargetGeneration)
         } catch .preconditionFailed(let message) {
+            let now = clock.now
             state.withLock { s in
-                s.stats.invalidate(source)
-                s.stats.invalidate(target)
+                s.metadata.apply(.forgotten(source, listing: false), now: now)
+                s.metadata.apply(.forgotten(target, listing: false), now: now)
             }
             throw FSError(.stale, "rename of \(objectName(source)): changed meanwhile (\(message))")
         } catch {
@@ -137,10 +138,7 @@ extension FileSystem {
         let now = clock.now
         state.withLock { s in
             s.inodes.rename(from: source, to: target)
-            s.stats.insert(source, .absent, now: now)
-            s.stats.insert(target, .file(copied), now: now)
-            s.listings.amend(source, .removed)
-            s.listings.amend(target, .file(copied))
+            s.metadata.apply(.renamed(from: source, to: target, file: copied), now: now)
         }
         if let staged, let inode, staged.isJournaled { writeJournal(staged, inode: inode) }
     }
@@ -181,11 +179,10 @@ extension FileSystem {
                 staged.renamed(to: copied)
             }
         }
+        let now = clock.now
         state.withLock { s in
             s.inodes.rename(from: source, to: target)
-            s.stats.invalidate(tree: source)
-            s.stats.invalidate(tree: target)
-            s.listings.removeAll(walks: true)
+            s.metadata.apply(.renamed(from: source, to: target, file: nil), now: now)
         }
         for (inode, staged) in pending where staged.isJournaled { writeJournal(staged, inode: inode) }
     }

@@ -24,9 +24,9 @@ extension FileSystem {
     /// Blocks pinned in the block cache are keyed by generation: never
     /// stale, kept.
     func forgetReplaced(_ path: String, pages: Bool) async {
+        let now = clock.now
         let inode = state.withLock { s -> UInt64? in
-            s.stats.invalidate(path)
-            s.listings.forget(s.listings.parentListed(path))
+            s.metadata.apply(.forgotten(path, listing: true), now: now)
             return s.inodes.inode(forPath: path)
         }
         logger.debug("cached attributes dropped: the object changed behind the mount", metadata: [

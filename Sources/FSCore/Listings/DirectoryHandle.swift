@@ -56,7 +56,7 @@ struct DirectoryHandle: Sendable {
         var pinned: [UInt64] = []
         entries.reserveCapacity(children.count + 2)
         pinned.reserveCapacity(children.count)
-        s.stats.reserveCapacity(forMore: children.count)
+        s.metadata.reserveCapacity(forMore: children.count)
         s.inodes.reserveCapacity(forMore: children.count)
         let parentInode = inode == InodeTable.root
             ? inode : s.inodes.inode(forPath: PathRules.parent(of: source.path)) ?? inode
@@ -68,10 +68,10 @@ struct DirectoryHandle: Sendable {
             let path = PathRules.join(source.path, name)
             var known = node
             if !staged {
-                s.stats.insert(path, node, now: readAt)
+                s.metadata.apply(.stated(path, node), now: readAt)
                 // The cache may know more than the listing (a directory's
                 // placeholder metadata); use that.
-                if case .directory = node, let cached = s.stats.lookup(path, now: now) { known = cached }
+                if case .directory = node, let cached = s.metadata.node(path, now: now) { known = cached }
             }
             let child = s.inodes.resolveAndPin(path, kind: node.kind!)
             pinned.append(child)
@@ -113,7 +113,7 @@ struct DirectoryHandle: Sendable {
         _ inode: UInt64, _ s: borrowing FileSystem.State, now: Duration, _ mapper: AttributeMapper
     ) -> FileAttributes {
         if inode != InodeTable.root, let path = s.inodes[inode]?.path,
-            case .directory(let placeholder)? = s.stats.lookup(path, now: now)
+            case .directory(let placeholder)? = s.metadata.node(path, now: now)
         {
             return mapper.directory(placeholder: placeholder, inode: inode, changed: s.inodes[inode]?.entriesChanged)
         }

@@ -25,12 +25,12 @@ extension ListingReader {
         let known: [String: ObjectInfo] = state.withLock { s in
             var known: [String: ObjectInfo] = [:]
             for item in page.items {
-                if case .file(let info)? = s.stats.lookup(mountPath(item.name), now: now), info.name == item.name {
+                if case .file(let info)? = s.metadata.node(mountPath(item.name), now: now), info.name == item.name {
                     known[item.name] = info
                 }
             }
             for prefix in page.prefixes {
-                if case .directory(let placeholder?)? = s.stats.lookup(mountPath(String(prefix.dropLast())), now: now),
+                if case .directory(let placeholder?)? = s.metadata.node(mountPath(String(prefix.dropLast())), now: now),
                     placeholder.name == prefix
                 {
                     known[prefix] = placeholder

@@ -33,7 +33,7 @@ struct ListingReader: Sendable {
             return ListingCache.Listing(whole, readAt: started)
         }
         let (cached, head, walkStarted) = state.withLock { s in
-            s.listings.opening(listed, path: path, now: started, launch: launch)
+            s.metadata.opening(listed, path: path, now: started, launch: launch)
         }
         if let walkStarted {
             logger.debug("walking a subtree with flat listings", metadata: ["prefix": "\(walkStarted)"])
@@ -42,7 +42,7 @@ struct ListingReader: Sendable {
         if head == nil, let walked = try await listingFromWalk(listed) { return walked }
         let whole = try await withEntryMetadata(wholeListing(of: listed, path: path, after: head?.page), listed: listed)
         let listing = ListingCache.Listing(whole, readAt: head?.readAt ?? started, completedAt: clock.now)
-        state.withLock { $0.listings.keep(listed, listing) }
+        state.withLock { $0.metadata.apply(.listed(listed, listing), now: listing.readAt) }
         return listing
     }
 
@@ -94,7 +94,7 @@ struct ListingReader: Sendable {
         let directory = PathRules.parent(of: path)
         let listed = PathRules.listingPrefix(configuration.objectPrefix, directory)
         guard configuration.ttl > .zero, configuration.carryMetadata,
-            let old = state.withLock({ $0.listings.cache[listed] }), old.entryCount < Listings.pageSize
+            let old = state.withLock({ $0.metadata.listings.cache[listed] }), old.entryCount < Listings.pageSize
         else { return nil }
         let started = clock.now
         let page: ListPage
@@ -106,8 +106,8 @@ struct ListingReader: Sendable {
         guard page.nextPageToken == nil else { return nil }
         let listing = ListingCache.Listing(page, readAt: started, completedAt: clock.now)
         return state.withLock { s in
-            s.listings.keep(listed, listing)
-            return s.listings.node(path, now: started)
+            s.metadata.apply(.listed(listed, listing), now: started)
+            return s.metadata.listings.node(path, now: started)
         }
     }
 
@@ -120,7 +120,7 @@ struct ListingReader: Sendable {
             // a directory's lookup then asks nothing (a directory of up to
             // 1,000 entries) or goes on from the second page.
             let page = try await store.list(prefix: prefix, pageToken: nil, maxResults: Listings.pageSize)
-            if configuration.ttl > .zero { state.withLock { $0.listings.keepProbe(of: prefix, page, readAt: started) } }
+            if configuration.ttl > .zero { state.withLock { $0.metadata.keepProbe(of: prefix, page, readAt: started) } }
             return .success(page)
         } catch {
             return .failure(error)

@@ -32,7 +32,10 @@ extension FileSystem {
             let unchanged = s.inodes.noteListing(inode, readAt: listing.readAt)
             let writing = s.staged.keys.contains { s.inodes[$0].map { PathRules.parent(of: $0.path) == directory.path } ?? false }
             var handle = DirectoryHandle(inode: inode, source: .init(path: directory.path, listed: listed, listing: listing))
-            if !unchanged || writing || !cacheable { handle.makeEntries(&s, now: now, directoryContext) }
+            if !unchanged || writing || !cacheable {
+                let staged = stagedEntries(in: directory.path, s)
+                handle.makeEntries(&s.metadata, &s.inodes, staged: staged, now: now, directoryContext)
+            }
             let number = s.nextHandle
             s.nextHandle += 1
             s.directories[number] = handle
@@ -45,9 +48,10 @@ extension FileSystem {
         return try state.withLock { s throws(FSError) in
             guard var directory = s.directories[handle] else { throw FSError(.badHandle, "no directory handle \(handle)") }
             guard offset >= 0 else { throw FSError(.invalid, "readdir offset \(offset)") }
-            if directory.source != nil {
+            if let source = directory.source {
                 s.directories[handle] = nil  // changed in place, not copied
-                directory.makeEntries(&s, now: now, directoryContext)
+                let staged = stagedEntries(in: source.path, s)
+                directory.makeEntries(&s.metadata, &s.inodes, staged: staged, now: now, directoryContext)
                 s.directories[handle] = directory
             }
             return directory.entries(from: offset, batch: Self.readdirBatch)
@@ -59,6 +63,16 @@ extension FileSystem {
             guard let directory = s.directories.removeValue(forKey: handle) else { return }
             for child in directory.pinned { s.inodes.unpin(child) }
             s.inodes.checkInvariants()
+        }
+    }
+
+    /// The files being written in `directory`, as its readdir shows them.
+    private func stagedEntries(in directory: String, _ s: borrowing State) -> [DirectoryHandle.StagedEntry] {
+        s.staged.compactMap { inode, staged in
+            guard let record = s.inodes[inode], record.bound, PathRules.parent(of: record.path) == directory else { return nil }
+            let file = staged.state(in: s)
+            let name = String(record.path.dropFirst(directory.isEmpty ? 0 : directory.count + 1))
+            return DirectoryHandle.StagedEntry(name: name, file: file.isUnlinked ? nil : file.view(objectName: objectName(record.path)))
         }
     }
 

@@ -70,7 +70,8 @@ public final class FileSystem: FileSystemOperations {
     // then re-locks and re-checks. Debug builds check both.
     let state: OrderedLock<State>
     /// Reads the listings `State.metadata` lacks (opendir, walks, lookups'
-    /// relistings), with the store, the clock and this state lock.
+    /// relistings), with the store, the clock and the metadata cache in
+    /// this state lock.
     let listingReader: ListingReader
 
     /// - Parameters:
@@ -133,7 +134,7 @@ public final class FileSystem: FileSystemOperations {
         let state = OrderedLock("file system state", State(metadata: MetadataCache(listings, capacity: options.statCacheCapacity)))
         self.state = state
         self.listingReader = ListingReader(
-            store: store, clock: clock, logger: logger, state: state, configuration: listings, statWidth: options.listingStatWidth)
+            store: store, clock: clock, logger: logger, cache: LockedMetadataCache(state), configuration: listings, statWidth: options.listingStatWidth)
         retrier?.attach(
             isBeingWritten: { [weak self] object in self?.isBeingWritten(object) ?? false },
             uploaded: { [weak self] object, info in self?.noteRecovered(object, info) })

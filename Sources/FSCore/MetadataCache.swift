@@ -118,6 +118,18 @@ struct MetadataCache: Sendable {
     }
 }
 
+/// The metadata cache inside the lock of the state that holds it: what
+/// `ListingReader` may touch, and nothing else of `FileSystem.State`.
+struct LockedMetadataCache: Sendable {
+    private let state: OrderedLock<FileSystem.State>
+
+    init(_ state: OrderedLock<FileSystem.State>) { self.state = state }
+
+    func withLock<Result>(_ body: (inout MetadataCache) -> sending Result) -> sending Result {
+        state.withLock { s in body(&s.metadata) }
+    }
+}
+
 /// One thing that happened to a name, as `MetadataCache.apply` takes it.
 enum NamespaceChange: Sendable {
     /// This mount made `path` (mkdir, symlink, mknod): the store's answer.

@@ -22,15 +22,15 @@ extension ListingReader {
     func withEntryMetadata(_ page: ListPage, listed: String) async throws(FSError) -> ListPage {
         guard !store.capabilities.listingsCarryMetadata, !page.items.isEmpty || !page.prefixes.isEmpty else { return page }
         let now = clock.now
-        let known: [String: ObjectInfo] = state.withLock { s in
+        let known: [String: ObjectInfo] = cache.withLock { s in
             var known: [String: ObjectInfo] = [:]
             for item in page.items {
-                if case .file(let info)? = s.metadata.node(mountPath(item.name), now: now), info.name == item.name {
+                if case .file(let info)? = s.node(mountPath(item.name), now: now), info.name == item.name {
                     known[item.name] = info
                 }
             }
             for prefix in page.prefixes {
-                if case .directory(let placeholder?)? = s.metadata.node(mountPath(String(prefix.dropLast())), now: now),
+                if case .directory(let placeholder?)? = s.node(mountPath(String(prefix.dropLast())), now: now),
                     placeholder.name == prefix
                 {
                     known[prefix] = placeholder

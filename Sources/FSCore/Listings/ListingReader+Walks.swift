@@ -8,7 +8,7 @@ extension ListingReader {
     func listingFromWalk(_ listed: String) async throws(FSError) -> ListingCache.Listing? {
         for _ in 0...Listings.walkPagesPerOpen {
             let now = clock.now
-            switch state.withLock({ s in s.metadata.walkStep(listed, now: now, launch: launch) }) {
+            switch cache.withLock({ s in s.walkStep(listed, now: now, launch: launch) }) {
             case .done(let listing): return listing
             case .wait(let task):
                 // The page is the walk's, not this opendir's: an interrupted
@@ -38,11 +38,11 @@ extension ListingReader {
                 pageToken: request.pageToken, maxResults: Listings.pageSize)
         } catch {
             logger.debug("flat listing failed; listing directory by directory", metadata: ["prefix": "\(root)", "cause": "\(error)"])
-            state.withLock { $0.metadata.walkFailed(root, walk: id) }
+            cache.withLock { $0.walkFailed(root, walk: id) }
             return
         }
-        let offsetsIgnored = state.withLock { s in
-            s.metadata.pageRead(request, of: root, walk: id, page, readAt: started, launch: launch)
+        let offsetsIgnored = cache.withLock { s in
+            s.pageRead(request, of: root, walk: id, page, readAt: started, launch: launch)
         }
         if offsetsIgnored {
             logger.debug("the server ignores listing offsets; walking without ranges", metadata: ["prefix": "\(root)"])

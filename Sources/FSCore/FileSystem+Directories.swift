@@ -9,7 +9,7 @@ extension FileSystem {
     /// copied whole on every call.
     static let readdirBatch = 512
 
-    /// Reads the whole listing (every page), fills the stat cache from it,
+    /// Reads the whole listing (every page), keeps its entries' metadata,
     /// and keeps it as the handle's snapshot: `ls -l` of N objects costs
     /// about N/1000 list requests and no per-object request.
     public func opendir(_ inode: UInt64) async throws(FSError) -> UInt64 {
@@ -34,7 +34,7 @@ extension FileSystem {
             var handle = DirectoryHandle(inode: inode, source: .init(path: directory.path, listed: listed, listing: listing))
             if !unchanged || writing || !cacheable {
                 let staged = stagedEntries(in: directory.path, s)
-                handle.makeEntries(&s.metadata, &s.inodes, staged: staged, now: now, directoryContext)
+                _ = handle.makeEntries(s.metadata, &s.inodes, staged: staged, now: now, directoryContext)
             }
             let number = s.nextHandle
             s.nextHandle += 1
@@ -44,15 +44,35 @@ extension FileSystem {
     }
 
     public func readdir(_ inode: UInt64, handle: UInt64, offset: Int64) async throws(FSError) -> [DirectoryEntry] {
-        let now = clock.now
-        return try state.withLock { s throws(FSError) in
+        if let entries = try entries(of: handle, from: offset, now: clock.now) { return entries }
+        // The cache lost metadata the handle's kept listing points to since
+        // opendir: the handle reads its listing again, from the store.
+        guard let source = state.withLock({ $0.directories[handle]?.source }) else {
+            throw FSError(.badHandle, "no directory handle \(handle)")
+        }
+        let listing = try await listingReader.readListing(of: source.listed, path: source.path)
+        state.withLock { s in
+            s.directories[handle]?.source = DirectoryHandle.Source(path: source.path, listed: source.listed, listing: .read(listing))
+        }
+        guard let entries = try entries(of: handle, from: offset, now: clock.now) else {
+            throw FSError(.ioError, "readdir of \(source.path): no entries from a listing just read")
+        }
+        return entries
+    }
+
+    /// The entries of directory handle `handle` from `offset` on, made
+    /// first if they are not yet; nil when its kept listing cannot make
+    /// them any more.
+    private func entries(of handle: UInt64, from offset: Int64, now: Duration) throws(FSError) -> [DirectoryEntry]? {
+        try state.withLock { s throws(FSError) -> [DirectoryEntry]? in
             guard var directory = s.directories[handle] else { throw FSError(.badHandle, "no directory handle \(handle)") }
             guard offset >= 0 else { throw FSError(.invalid, "readdir offset \(offset)") }
             if let source = directory.source {
                 s.directories[handle] = nil  // changed in place, not copied
                 let staged = stagedEntries(in: source.path, s)
-                directory.makeEntries(&s.metadata, &s.inodes, staged: staged, now: now, directoryContext)
+                let made = directory.makeEntries(s.metadata, &s.inodes, staged: staged, now: now, directoryContext)
                 s.directories[handle] = directory
+                guard made else { return nil }
             }
             return directory.entries(from: offset, batch: Self.readdirBatch)
         }

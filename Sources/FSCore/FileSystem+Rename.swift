@@ -44,7 +44,7 @@ extension FileSystem {
     }
 
     private func rename(
-        _ source: String, _ sourceNode: StatCache.Node, _ sourceKind: InodeTable.Kind, to target: String, flags: RenameFlags
+        _ source: String, _ sourceNode: MetadataCache.Node, _ sourceKind: InodeTable.Kind, to target: String, flags: RenameFlags
     ) async throws(FSError) {
         let targetNode = try await node(target)
         if flags.contains(.noReplace), targetNode.kind != nil { throw FSError(.exists, "\(objectName(target)) exists") }
@@ -75,7 +75,7 @@ extension FileSystem {
     /// files up to `renameCopyLimit` are renamed here; anything else is
     /// EXDEV, on which mv(1) copies and deletes by itself, and other
     /// programs learn the rename cannot be done in one step.
-    private func checkCopyable(_ source: String, _ node: StatCache.Node) throws(FSError) {
+    private func checkCopyable(_ source: String, _ node: MetadataCache.Node) throws(FSError) {
         guard !store.capabilities.serverSideCopy else { return }
         switch node {
         case .directory:
@@ -88,9 +88,9 @@ extension FileSystem {
     }
 
     /// What `path` is: the fresh cache entry, a staged new file, or a probe.
-    private func node(_ path: String) async throws(FSError) -> StatCache.Node {
+    private func node(_ path: String) async throws(FSError) -> MetadataCache.Node {
         let now = clock.now
-        if let known = state.withLock({ s -> StatCache.Node? in
+        if let known = state.withLock({ s -> MetadataCache.Node? in
             if let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode] {
                 return .file(staged.state(in: s).view(objectName: objectName(path)))
             }
@@ -143,7 +143,7 @@ extension FileSystem {
         if let staged, let inode, staged.isJournaled { writeJournal(staged, inode: inode) }
     }
 
-    private func renameDirectory(_ source: String, to target: String, replacing targetNode: StatCache.Node) async throws(FSError) {
+    private func renameDirectory(_ source: String, to target: String, replacing targetNode: MetadataCache.Node) async throws(FSError) {
         // Files being written below go first, so their bytes move too.
         let below = source + "/"
         let pending = state.withLock { s in

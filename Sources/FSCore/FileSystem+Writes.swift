@@ -124,7 +124,7 @@ extension FileSystem {
 
     /// A new object at `path` (mknod, mkdir, symlink): cached, in its
     /// directory's listing, one lookup counted.
-    func noteCreated(_ path: String, _ node: StatCache.Node) -> EntryReply {
+    func noteCreated(_ path: String, _ node: MetadataCache.Node) -> EntryReply {
         let now = clock.now
         return state.withLock { s in
             s.metadata.apply(.created(path, node), now: now)

@@ -183,7 +183,7 @@ public final class FileSystem: FileSystemOperations {
     }
 
     /// What `stat` shows for `node` (`s`: the state, locked by the caller).
-    func attributes(_ node: StatCache.Node, inode: UInt64, _ s: borrowing State) -> FileAttributes? {
+    func attributes(_ node: MetadataCache.Node, inode: UInt64, _ s: borrowing State) -> FileAttributes? {
         mapper.attributes(node, inode: inode, changed: s.inodes[inode]?.entriesChanged)
     }
 

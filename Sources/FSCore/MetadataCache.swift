@@ -1,21 +1,41 @@
-/// What the mount knows of the bucket's names: each path's metadata and
-/// the directories' listings (with the walks that fill them, `Listings`).
+/// What the mount knows of the bucket's names: one table of object
+/// metadata by path (`Entries`), and the directories' listings, which are
+/// names pointing into it (`Listings`, with the walks that fill them).
 ///
 /// A value in `FileSystem.State`, under its lock. What a name is changes
 /// only through `apply`, one event for each thing that happened (this
 /// mount created, removed, renamed or changed an object; the store was
-/// read), so a path's entry and its directory's listing cannot tell two
-/// stories: a change made here shows in the next stat and the next readdir
-/// at once, never only after statTTL. The walks' own bookkeeping (which
-/// pages are in flight) has its events here too, forwarded to `Listings`.
+/// read). A path's metadata is held once, so a stat and a readdir cannot
+/// tell two stories: a change made here shows in the next of either at
+/// once, never only after statTTL. The walks' own bookkeeping (which pages
+/// are in flight) has its events here too, forwarded to `Listings`.
 struct MetadataCache: Sendable {
-    typealias Node = StatCache.Node
+    enum Node: Sendable, Equatable {
+        case file(ObjectInfo)
+        /// `placeholder` is the `dir/` object when its metadata is known.
+        case directory(placeholder: ObjectInfo?)
+        case absent
+    }
 
-    private var stats: StatCache
+    /// Where an entry's metadata comes from.
+    enum Source: Sendable {
+        /// Read from the store (a listing, a stat, a probe), perhaps before
+        /// a change this mount made since: a directory keeps placeholder
+        /// metadata learnt earlier that is newer, or that a listing lacks.
+        case read
+        /// The store's answer to a change this mount made (mkdir, chmod,
+        /// setxattr): what the object is now. It replaces what was known
+        /// whatever versions it carries: a server may leave them out
+        /// (fake-gcs-server's PATCH answer has no metageneration) or not
+        /// count them, and an accepted change must show at once.
+        case changedHere
+    }
+
+    private(set) var entries: Entries
     private(set) var listings: Listings
 
     init(_ configuration: Listings.Configuration, capacity: Int) {
-        stats = StatCache(ttl: configuration.ttl, negativeTTL: configuration.negativeTTL, capacity: capacity)
+        entries = Entries(ttl: configuration.ttl, negativeTTL: configuration.negativeTTL, capacity: capacity)
         listings = Listings(configuration, maxEntries: capacity)
     }
 
@@ -23,22 +43,24 @@ struct MetadataCache: Sendable {
 
     /// What `path` is, if its entry is fresh at `now`.
     func node(_ path: String, now: Duration) -> Node? {
-        stats.lookup(path, now: now)
+        entries.lookup(path, now: now)
     }
 
-    /// What `path` is, from its entry or else from its directory's
-    /// listing (which also knows, for the negative TTL, the names it lacks).
+    /// What `path` is, from its entry, else from its directory's listing:
+    /// a name it holds while it is younger than statTTL, absent while it
+    /// is younger than the negative TTL (counted from its last page); nil
+    /// when neither can tell. O(1) whatever the directory's size.
     func answer(_ path: String, now: Duration) -> Node? {
-        stats.lookup(path, now: now) ?? listings.node(path, now: now)
+        if let node = entries.lookup(path, now: now) { return node }
+        guard let listing = listings.cache[listings.parentListed(path)] else { return nil }
+        if listing.names(path) {
+            return now - listing.readAt < listings.configuration.ttl ? entries.stored(path) : nil
+        }
+        return now - listing.completedAt < listings.configuration.negativeTTL ? .absent : nil
     }
 
     /// Paths with an entry (fresh or not yet dropped).
-    var entryCount: Int { stats.count }
-
-    /// Room for `more` entries at once (a listing's entries).
-    mutating func reserveCapacity(forMore more: Int) {
-        stats.reserveCapacity(forMore: more)
-    }
+    var entryCount: Int { entries.count }
 
     // MARK: - Changes
 
@@ -47,37 +69,38 @@ struct MetadataCache: Sendable {
     mutating func apply(_ change: NamespaceChange, now: Duration) {
         switch change {
         case .created(let path, let node):
-            stats.insert(path, node, now: now, source: .changedHere)
-            listings.created(path, node, now: now)
+            entries.insert(path, node, now: now, source: .changedHere)
+            listings.created(path, node, now: now, &entries)
         case .removed(let path, let directory):
-            if directory { stats.invalidate(tree: path) }
-            stats.insert(path, .absent, now: now)
-            listings.removed(path)
+            if directory { entries.remove(tree: path) }
+            entries.insert(path, .absent, now: now)
+            listings.removed(path, &entries)
         case .renamed(let source, let target, let file?):
-            stats.insert(source, .absent, now: now)
-            stats.insert(target, .file(file), now: now)
-            listings.amend(source, .removed)
-            listings.amend(target, .file(file))
+            entries.insert(source, .absent, now: now)
+            entries.insert(target, .file(file), now: now)
+            listings.amend(source, .absent, &entries)
+            listings.amend(target, .file(file), &entries)
         case .renamed(let source, let target, nil):
-            stats.invalidate(tree: source)
-            stats.invalidate(tree: target)
+            entries.remove(tree: source)
+            entries.remove(tree: target)
             // Every listing below either tree, and the walks that read
             // pages of them, would show the names from before.
-            listings.removeAll(walks: true)
+            listings.removeAll(walks: true, &entries)
         case .patched(let path, let node):
-            stats.insert(path, node, now: now, source: .changedHere)
-            switch node {
-            case .file(let info): listings.amend(path, .file(info))
-            case .directory(let placeholder): listings.amend(path, .directory(placeholder: placeholder))
-            case .absent: listings.amend(path, .removed)
-            }
+            entries.insert(path, node, now: now, source: .changedHere)
+            listings.amend(path, node, &entries)
         case .stated(let path, let node):
-            stats.insert(path, node, now: now)
+            entries.insert(path, node, now: now)
+            // The directory's listing names what the entry now says (no
+            // walk ends: nothing changed in the bucket because of this).
+            listings.restate(path, node, &entries)
         case .listed(let listed, let listing):
-            listings.keep(listed, listing)
+            listings.keep(listed, listing, &entries)
         case .forgotten(let path, let listing):
-            stats.invalidate(path)
-            if listing { listings.forget(listings.parentListed(path)) }
+            entries.remove(path)
+            // A listing that names it could not give its metadata.
+            let parent = listings.parentListed(path)
+            if listing || listings.cache[parent]?.names(path) == true { listings.forget(parent, &entries) }
         }
     }
 
@@ -85,21 +108,20 @@ struct MetadataCache: Sendable {
     /// drop the caches); returns the paths that were known to be absent,
     /// whose negative entries the kernel may hold too.
     mutating func removeAll() -> [String] {
-        let absent = stats.removeAll()
-        listings.removeAll(walks: false)
-        return absent
+        listings.removeAll(walks: false, &entries)
+        return entries.removeAll()
     }
 
     // MARK: - The listings' events (see `Listings`)
 
     mutating func opening(_ listed: String, path: String, now: Duration, launch: Listings.Launch)
-        -> (cached: ListingCache.Listing?, head: Listings.Head?, walkStarted: String?)
+        -> (cached: ListingCache.Kept?, head: Listings.Head?, walkStarted: String?)
     {
         listings.opening(listed, path: path, now: now, launch: launch)
     }
 
     mutating func keepProbe(of listed: String, _ page: ListPage, readAt: Duration) {
-        listings.keepProbe(of: listed, page, readAt: readAt)
+        listings.keepProbe(of: listed, page, readAt: readAt, &entries)
     }
 
     mutating func walkStep(_ listed: String, now: Duration, launch: Listings.Launch) -> Listings.WalkStep {
@@ -110,7 +132,7 @@ struct MetadataCache: Sendable {
         _ request: WalkSchedule.Request, of root: String, walk id: UInt64, _ page: ObjectPage, readAt: Duration,
         launch: Listings.Launch
     ) -> Bool {
-        listings.pageRead(request, of: root, walk: id, page, readAt: readAt, launch: launch)
+        listings.pageRead(request, of: root, walk: id, page, readAt: readAt, launch: launch, &entries)
     }
 
     mutating func walkFailed(_ root: String, walk id: UInt64) {
@@ -143,12 +165,11 @@ enum NamespaceChange: Sendable {
     case renamed(from: String, to: String, file: ObjectInfo?)
     /// `path` is now `node`, as the store answered a change this mount
     /// made (chmod, setxattr, an upload) or a stat just made: it replaces
-    /// what was known, whatever versions it carries, in the path's entry
-    /// and in its directory's listing.
+    /// what was known, whatever versions it carries.
     case patched(String, MetadataCache.Node)
-    /// What a lookup's probe, a stat or a listing found `path` to be, at
-    /// the time given to `apply` (a directory keeps placeholder metadata
-    /// learnt earlier that is newer, or that the reader lacks).
+    /// What a lookup's probe or a stat found `path` to be, at the time
+    /// given to `apply` (a directory keeps placeholder metadata learnt
+    /// earlier that is newer, or that the reader lacks).
     case stated(String, MetadataCache.Node)
     /// The complete listing of the listed prefix, read from the store.
     case listed(String, ListingCache.Listing)

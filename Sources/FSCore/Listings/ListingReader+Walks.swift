@@ -5,7 +5,7 @@ extension ListingReader {
     /// The listing of `listed` from the walk that covers it, reading pages
     /// as needed; nil when no walk covers it, the walk failed, or it would
     /// take more than `walkPagesPerOpen` pages.
-    func listingFromWalk(_ listed: String) async throws(FSError) -> ListingCache.Listing? {
+    func listingFromWalk(_ listed: String) async throws(FSError) -> ListingCache.Kept? {
         for _ in 0...Listings.walkPagesPerOpen {
             let now = clock.now
             switch cache.withLock({ s in s.walkStep(listed, now: now, launch: launch) }) {

@@ -26,11 +26,11 @@ struct ListingReader: Sendable {
     /// cache off), else from a walk of the subtree it lies in (`TreeWalk`),
     /// else listed page by page (going on from the first page a lookup's
     /// probe just read, if any).
-    func listing(of listed: String, path: String) async throws(FSError) -> ListingCache.Listing {
+    func listing(of listed: String, path: String) async throws(FSError) -> ListingCache.Opened {
         let started = clock.now
         guard configuration.ttl > .zero else {
             let whole = try await wholeListing(of: listed, path: path)
-            return ListingCache.Listing(whole, readAt: started)
+            return .read(ListingCache.Listing(whole, readAt: started))
         }
         let (cached, head, walkStarted) = cache.withLock { s in
             s.opening(listed, path: path, now: started, launch: launch)
@@ -38,12 +38,23 @@ struct ListingReader: Sendable {
         if let walkStarted {
             logger.debug("walking a subtree with flat listings", metadata: ["prefix": "\(walkStarted)"])
         }
-        if let cached { return cached }
-        if head == nil, let walked = try await listingFromWalk(listed) { return walked }
+        if let cached { return .kept(cached) }
+        if head == nil, let walked = try await listingFromWalk(listed) { return .kept(walked) }
         let whole = try await withEntryMetadata(wholeListing(of: listed, path: path, after: head?.page), listed: listed)
         let listing = ListingCache.Listing(whole, readAt: head?.readAt ?? started, completedAt: clock.now)
-        cache.withLock { $0.apply(.listed(listed, listing), now: listing.readAt) }
-        return listing
+        return cache.withLock { c in
+            c.apply(.listed(listed, listing), now: listing.readAt)
+            // Not kept when over the listing cache's whole budget.
+            return c.listings.cache[listed].map { .kept($0) } ?? .read(listing)
+        }
+    }
+
+    /// The listing of `listed` (the directory at mount path `path`) from
+    /// the store, every page, whatever is cached, and not kept.
+    func readListing(of listed: String, path: String) async throws(FSError) -> ListingCache.Listing {
+        let started = clock.now
+        let whole = try await withEntryMetadata(wholeListing(of: listed, path: path), listed: listed)
+        return ListingCache.Listing(whole, readAt: started, completedAt: clock.now)
     }
 
     /// Every page of the listing of `listed` (the directory at mount path
@@ -90,7 +101,7 @@ struct ListingReader: Sendable {
     /// in one directory (a shell loop, `tar x`, `cp -r` into the mount)
     /// then costs one listing per negative TTL instead of a probe (three
     /// requests) per new name. nil: no such listing; the caller probes.
-    func relistedNode(_ path: String) async throws(FSError) -> StatCache.Node? {
+    func relistedNode(_ path: String) async throws(FSError) -> MetadataCache.Node? {
         let directory = PathRules.parent(of: path)
         let listed = PathRules.listingPrefix(configuration.objectPrefix, directory)
         guard configuration.ttl > .zero, configuration.carryMetadata,
@@ -107,7 +118,7 @@ struct ListingReader: Sendable {
         let listing = ListingCache.Listing(page, readAt: started, completedAt: clock.now)
         return cache.withLock { s in
             s.apply(.listed(listed, listing), now: started)
-            return s.listings.node(path, now: started)
+            return s.answer(path, now: started)
         }
     }
 

@@ -12,7 +12,7 @@ import Glibc
 /// attribute. The bucket root of a whole-bucket mount is no object at all:
 /// it lists nothing and refuses changes (EOPNOTSUPP).
 ///
-/// Reads cost no request while the stat cache holds the object: listings
+/// Reads cost no request while the metadata cache holds the object: listings
 /// carry every item's full metadata, so `getfattr -d` over a directory that
 /// was just listed asks nothing. A change is one PATCH with
 /// ifMetagenerationMatch (see `changeMetadata`).
@@ -65,8 +65,8 @@ extension FileSystem {
     /// the service, and XATTR_CREATE/REPLACE hold against what is really
     /// there. Losing twice is EAGAIN ("try again").
     ///
-    /// The stat cache and the cached listing then hold the returned
-    /// metadata, so the next getxattr asks nothing. They hold it even when
+    /// The metadata cache (and so the cached listing) then holds the
+    /// returned metadata, so the next getxattr asks nothing. It holds it even when
     /// its versions look older than what was known: a server may leave the
     /// metageneration out of its answer (fake-gcs-server does; it reads as
     /// 0), and the change must show at once. A later change whose
@@ -128,7 +128,7 @@ extension FileSystem {
         }
     }
 
-    /// The metadata of `record`'s carrier object: from the stat cache while
+    /// The metadata of `record`'s carrier object: from the metadata cache while
     /// it is fresh (unless `fresh`), else one stat, remembered. nil: there
     /// is no such object (an implicit directory, the bucket root).
     func attributeCarrier(of inode: UInt64, _ record: InodeTable.Record, fresh: Bool = false) async throws(FSError) -> ObjectInfo? {

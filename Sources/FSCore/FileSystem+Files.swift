@@ -48,7 +48,7 @@ extension FileSystem {
         }
     }
 
-    /// The object's metadata, from the stat cache while fresh, else a stat.
+    /// The object's metadata, from the metadata cache while fresh, else a stat.
     func currentInfo(_ path: String) async throws(FSError) -> ObjectInfo {
         let now = clock.now
         if case .file(let cached)? = state.withLock({ $0.metadata.node(path, now: now) }) {

@@ -53,7 +53,7 @@ extension FileSystem {
         case .unknown?, nil:
             // Not staged, or discarded since (the last release of a file
             // just closed races the unlink): its upload, if any, is in the
-            // stat cache, or the store says.
+            // metadata cache, or the store says.
             let now = clock.now
             if case .file(let info)? = state.withLock({ $0.metadata.node(path, now: now) }) { generation = info.generation }
         }

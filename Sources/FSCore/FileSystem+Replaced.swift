@@ -17,7 +17,7 @@ extension FileSystem {
         kernelCacheInvalidator.withLock { $0 = invalidate }
     }
 
-    /// Drops `path`'s stat cache entry and its directory's cached listing
+    /// Drops `path`'s metadata cache entry and its directory's cached listing
     /// (the new object's size and generation are not known yet), then has
     /// the kernel drop the attributes of the inode bound to `path` and,
     /// with `pages`, its cached pages (which may hold the rejected writes).

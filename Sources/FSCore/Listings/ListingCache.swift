@@ -64,12 +64,13 @@ struct ListingCache: Sendable {
 
         var entryCount: Int { items.count + prefixes.count }
 
-        /// The entries of the listing of `listed`, by name, sorted. A
-        /// prefix and an object of the same name: the directory wins and
+        /// The entries of the listing of `listed`, by name, sorted unless
+        /// `sorted` is false (a listing being kept: its names go into sets).
+        /// A prefix and an object of the same name: the directory wins and
         /// the object is hidden. Built as one array and sorted once: at
         /// 100,000 entries a dictionary by name (then sorted) cost a third
         /// of opendir's time after the last page.
-        func children(under listed: String, logger: Logger?) -> [(String, MetadataCache.Node)] {
+        func children(under listed: String, logger: Logger?, sorted: Bool = true) -> [(String, MetadataCache.Node)] {
             var children: [(String, MetadataCache.Node)] = []
             children.reserveCapacity(entryCount)
             for item in items.values {
@@ -90,7 +91,7 @@ struct ListingCache: Sendable {
                 }
                 children.append((String(name), .directory(placeholder: placeholders[prefix])))
             }
-            children.sort { $0.0 < $1.0 }
+            if sorted { children.sort { $0.0 < $1.0 } }
             return children
         }
     }

@@ -110,7 +110,7 @@ struct Listings: Sendable {
         guard keeps else { return }
         let path = mountPath(listed)
         var kept = ListingCache.Kept(path: path, readAt: listing.readAt, completedAt: listing.completedAt)
-        let children = listing.children(under: listed, logger: nil)
+        let children = listing.children(under: listed, logger: nil, sorted: false)
         // Only a listing the cache's budget takes pins its entries; a
         // larger one still leaves them in the table (bounded by capacity).
         entries.reserveCapacity(forMore: children.count)

@@ -119,6 +119,7 @@ private final class StatusGauges: Sendable {
         uploadsInFlight.record(status.pendingUploads.filter { $0.state == "uploading" }.count)
         pendingUploads.record(status.pendingUploads.count)
         recoveryEntries.record(status.recovery.count)
-        cachedNames.record(caches.statEntries + caches.listingEntries)
+        // Listed names are entries of the one table: counted once.
+        cachedNames.record(caches.statEntries)
     }
 }

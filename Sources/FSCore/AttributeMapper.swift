@@ -77,7 +77,7 @@ struct AttributeMapper: Sendable {
 
     /// What `stat` shows for `node` (nil: absent); `changed`: see
     /// `directory`.
-    func attributes(_ node: StatCache.Node, inode: UInt64, changed: Timestamp?) -> FileAttributes? {
+    func attributes(_ node: MetadataCache.Node, inode: UInt64, changed: Timestamp?) -> FileAttributes? {
         switch node {
         case .file(let info): return file(info, inode: inode)
         case .directory(let placeholder): return directory(placeholder: placeholder, inode: inode, changed: changed)

@@ -12,7 +12,7 @@ import Glibc
 /// attribute. The bucket root of a whole-bucket mount is no object at all:
 /// it lists nothing and refuses changes (EOPNOTSUPP).
 ///
-/// Reads cost no request while the stat cache holds the object: listings
+/// Reads cost no request while the metadata cache holds the object: listings
 /// carry every item's full metadata, so `getfattr -d` over a directory that
 /// was just listed asks nothing. A change is one PATCH with
 /// ifMetagenerationMatch (see `changeMetadata`).
@@ -65,8 +65,8 @@ extension FileSystem {
     /// the service, and XATTR_CREATE/REPLACE hold against what is really
     /// there. Losing twice is EAGAIN ("try again").
     ///
-    /// The stat cache and the cached listing then hold the returned
-    /// metadata, so the next getxattr asks nothing. They hold it even when
+    /// The metadata cache (and so the cached listing) then holds the
+    /// returned metadata, so the next getxattr asks nothing. It holds it even when
     /// its versions look older than what was known: a server may leave the
     /// metageneration out of its answer (fake-gcs-server does; it reads as
     /// 0), and the change must show at once. A later change whose
@@ -93,7 +93,7 @@ extension FileSystem {
             try ExtendedAttributeRules.checkTotal(patch, on: current?.customMetadata ?? [:])
             switch await ObjectMetadataWriter(store: store).apply(patch, to: object, current: current) {
             case .success(let updated):
-                remember(updated, for: record, now: clock.now, source: .changedHere)
+                remember(updated, for: record, now: clock.now)
                 state.withLock { $0.staged[inode] }?.rebase(updated)
                 logger.debug("metadata changed", metadata: ["object": "\(object)", "metageneration": "\(updated.metageneration)"])
                 return updated
@@ -128,7 +128,7 @@ extension FileSystem {
         }
     }
 
-    /// The metadata of `record`'s carrier object: from the stat cache while
+    /// The metadata of `record`'s carrier object: from the metadata cache while
     /// it is fresh (unless `fresh`), else one stat, remembered. nil: there
     /// is no such object (an implicit directory, the bucket root).
     func attributeCarrier(of inode: UInt64, _ record: InodeTable.Record, fresh: Bool = false) async throws(FSError) -> ObjectInfo? {
@@ -139,7 +139,7 @@ extension FileSystem {
             return staged.view(objectName: object)
         }
         let now = clock.now
-        if !fresh, let node = state.withLock({ $0.stats.lookup(record.path, now: now) }) {
+        if !fresh, let node = state.withLock({ $0.metadata.node(record.path, now: now) }) {
             switch (record.kind, node) {
             case (.file, .file(let info)), (.symlink, .file(let info)): return info
             case (.directory, .directory(let placeholder?)): return placeholder
@@ -151,32 +151,23 @@ extension FileSystem {
         let later = clock.now
         switch result {
         case .success(let info):
-            remember(info, for: record, now: later, source: .read)
+            remember(info, for: record, now: later)
             return info
         case .failure(.notFound) where record.kind == .directory:
             return nil
         case .failure(.notFound):
-            state.withLock { $0.stats.insert(record.path, .absent, now: later) }
+            state.withLock { $0.metadata.apply(.stated(record.path, .absent), now: later) }
             throw failure(.notFound(object), during: .lookup, "stat", record.path)
         case .failure(let error):
             throw failure(error, during: .lookup, "stat", record.path)
         }
     }
 
-    /// Keeps `info` as what `record` is now: in the stat cache and in its
-    /// directory's cached listing (which a later opendir within the TTL
-    /// reuses). `source` says whether the store just accepted this
-    /// metadata from us (it then replaces whatever was known).
-    private func remember(_ info: ObjectInfo, for record: InodeTable.Record, now: Duration, source: StatCache.Source) {
-        state.withLock { s in
-            switch record.kind {
-            case .directory:
-                s.stats.insert(record.path, .directory(placeholder: info), now: now, source: source)
-                s.listings.amend(record.path, .directory(placeholder: info))
-            case .file, .symlink:
-                s.stats.insert(record.path, .file(info), now: now, source: source)
-                s.listings.amend(record.path, .file(info))
-            }
-        }
+    /// Keeps `info`, just read or just accepted by the store, as what
+    /// `record` is now: its entry and its directory's cached listing (which
+    /// a later opendir within the TTL reuses) show it.
+    private func remember(_ info: ObjectInfo, for record: InodeTable.Record, now: Duration) {
+        let node: MetadataCache.Node = record.kind == .directory ? .directory(placeholder: info) : .file(info)
+        state.withLock { $0.metadata.apply(.patched(record.path, node), now: now) }
     }
 }

@@ -48,19 +48,20 @@ extension FileSystem {
         }
     }
 
-    /// The object's metadata, from the stat cache while fresh, else a stat.
+    /// The object's metadata, from the metadata cache while fresh, else a stat.
     func currentInfo(_ path: String) async throws(FSError) -> ObjectInfo {
-        if case .file(let cached)? = state.withLock({ $0.stats.lookup(path, now: clock.now) }) {
+        let now = clock.now
+        if case .file(let cached)? = state.withLock({ $0.metadata.node(path, now: now) }) {
             return cached
         }
         let result = await store.statResult(objectName(path))
         let later = clock.now
         switch result {
         case .success(let fresh):
-            state.withLock { $0.stats.insert(path, .file(fresh), now: later) }
+            state.withLock { $0.metadata.apply(.stated(path, .file(fresh)), now: later) }
             return fresh
         case .failure(.notFound):
-            state.withLock { $0.stats.insert(path, .absent, now: later) }
+            state.withLock { $0.metadata.apply(.stated(path, .absent), now: later) }
             throw failure(.notFound(objectName(path)), during: .lookup, "open", path)
         case .failure(let error):
             throw failure(error, during: .lookup, "stat", path)

@@ -23,14 +23,14 @@ extension FileSystem {
                 s.inodes.addLookups(inode)
                 return entryReply(stagedAttributes(staged, path: path, inode: inode, s))
             }
-            guard let node = s.stats.lookup(path, now: now) ?? s.listings.node(path, now: now) else {
+            guard let node = s.metadata.answer(path, now: now) else {
                 return nil
             }
             return try countedEntry(path, node, &s)
         }) {
             return cached
         }
-        let node: StatCache.Node
+        let node: MetadataCache.Node
         if let listed = try await listingReader.relistedNode(path) {
             node = listed
         } else {
@@ -38,7 +38,7 @@ extension FileSystem {
         }
         let later = clock.now
         return try state.withLock { s throws(FSError) in
-            s.stats.insert(path, node, now: later)
+            s.metadata.apply(.stated(path, node), now: later)
             return try countedEntry(path, node, &s)
         }
     }
@@ -73,13 +73,13 @@ extension FileSystem {
             return AttributesReply(attributes: attributes, timeout: options.kernelTimeout)
         }
         let now = clock.now
-        let node: StatCache.Node
-        if let cached = state.withLock({ $0.stats.lookup(record.path, now: now) }) {
+        let node: MetadataCache.Node
+        if let cached = state.withLock({ $0.metadata.node(record.path, now: now) }) {
             node = cached
         } else {
             node = try await refresh(record)
             let later = clock.now
-            state.withLock { $0.stats.insert(record.path, node, now: later) }
+            state.withLock { $0.metadata.apply(.stated(record.path, node), now: later) }
         }
         guard let attributes = state.withLock({ attributes(node, inode: inode, $0) }), node.kind == record.kind else {
             // Gone, or its name now means a directory instead of a file (or
@@ -105,7 +105,7 @@ extension FileSystem {
     // MARK: - Probing the store
 
     /// The inode of `path` as `node` says, with one kernel lookup counted.
-    private func countedEntry(_ path: String, _ node: StatCache.Node, _ s: inout State) throws(FSError) -> EntryReply {
+    private func countedEntry(_ path: String, _ node: MetadataCache.Node, _ s: inout State) throws(FSError) -> EntryReply {
         guard let kind = node.kind else { throw FSError(.notFound, "\(objectName(path)) does not exist") }
         let inode = s.inodes.lookup(path, kind: kind)
         return entryReply(attributes(node, inode: inode, s)!)
@@ -121,7 +121,7 @@ extension FileSystem {
     /// directory the user may not list: `users/` in a bucket where only
     /// `users/UID/` is readable must be entered to reach it (its opendir
     /// is EACCES). Deeper down a refusal is EACCES.
-    func probe(_ path: String) async throws(FSError) -> StatCache.Node {
+    func probe(_ path: String) async throws(FSError) -> MetadataCache.Node {
         let name = objectName(path)
         async let file = store.statResult(name)
         async let placeholder = store.statResult(name + "/")
@@ -163,7 +163,7 @@ extension FileSystem {
     /// A stale entry of a known inode: a file needs one stat (whether a
     /// directory has meanwhile appeared beside it is left to the next
     /// lookup or listing); a directory is probed in full.
-    private func refresh(_ record: InodeTable.Record) async throws(FSError) -> StatCache.Node {
+    private func refresh(_ record: InodeTable.Record) async throws(FSError) -> MetadataCache.Node {
         guard record.kind == .file else { return try await probe(record.path) }
         switch await store.statResult(objectName(record.path)) {
         case .success(let info): return .file(info)
@@ -173,7 +173,7 @@ extension FileSystem {
     }
 }
 
-extension StatCache.Node {
+extension MetadataCache.Node {
     var kind: InodeTable.Kind? {
         switch self {
         case .file(let info): return info.symlinkTarget == nil ? .file : .symlink

@@ -53,8 +53,9 @@ extension FileSystem {
         case .unknown?, nil:
             // Not staged, or discarded since (the last release of a file
             // just closed races the unlink): its upload, if any, is in the
-            // stat cache, or the store says.
-            if case .file(let info)? = state.withLock({ $0.stats.lookup(path, now: clock.now) }) { generation = info.generation }
+            // metadata cache, or the store says.
+            let now = clock.now
+            if case .file(let info)? = state.withLock({ $0.metadata.node(path, now: now) }) { generation = info.generation }
         }
         // Descriptors still open on it go on reading and writing it.
         var kept = staged
@@ -65,7 +66,8 @@ extension FileSystem {
         } catch .notFound {
             logger.debug("unlink: already gone", metadata: ["object": "\(objectName(path))"])
         } catch {
-            state.withLock { $0.stats.invalidate(path) }
+            let now = clock.now
+            state.withLock { $0.metadata.apply(.forgotten(path, listing: false), now: now) }
             kept?.relink()
             throw failure(error, during: .delete, "delete", path)
         }
@@ -83,7 +85,8 @@ extension FileSystem {
         if try await hasChildren(path) { throw FSError(.notEmpty, "\(objectName(path))/ is not empty") }
         let placeholder = objectName(path) + "/"
         var generation: Int64?
-        if case .directory(let info?)? = state.withLock({ $0.stats.lookup(path, now: clock.now) }) { generation = info.generation }
+        let now = clock.now
+        if case .directory(let info?)? = state.withLock({ $0.metadata.node(path, now: now) }) { generation = info.generation }
         do {
             if generation == nil { generation = try await store.stat(placeholder).generation }
             try await store.delete(placeholder, ifGenerationMatch: generation)
@@ -157,9 +160,7 @@ extension FileSystem {
         let now = clock.now
         state.withLock { s in
             s.inodes.unbind(path)
-            if directory { s.stats.invalidate(tree: path) }
-            s.stats.insert(path, .absent, now: now)
-            s.listings.removed(path)
+            s.metadata.apply(.removed(path, directory: directory), now: now)
         }
     }
 }

@@ -44,7 +44,7 @@ extension FileSystem {
     }
 
     private func rename(
-        _ source: String, _ sourceNode: StatCache.Node, _ sourceKind: InodeTable.Kind, to target: String, flags: RenameFlags
+        _ source: String, _ sourceNode: MetadataCache.Node, _ sourceKind: InodeTable.Kind, to target: String, flags: RenameFlags
     ) async throws(FSError) {
         let targetNode = try await node(target)
         if flags.contains(.noReplace), targetNode.kind != nil { throw FSError(.exists, "\(objectName(target)) exists") }
@@ -75,7 +75,7 @@ extension FileSystem {
     /// files up to `renameCopyLimit` are renamed here; anything else is
     /// EXDEV, on which mv(1) copies and deletes by itself, and other
     /// programs learn the rename cannot be done in one step.
-    private func checkCopyable(_ source: String, _ node: StatCache.Node) throws(FSError) {
+    private func checkCopyable(_ source: String, _ node: MetadataCache.Node) throws(FSError) {
         guard !store.capabilities.serverSideCopy else { return }
         switch node {
         case .directory:
@@ -88,13 +88,13 @@ extension FileSystem {
     }
 
     /// What `path` is: the fresh cache entry, a staged new file, or a probe.
-    private func node(_ path: String) async throws(FSError) -> StatCache.Node {
+    private func node(_ path: String) async throws(FSError) -> MetadataCache.Node {
         let now = clock.now
-        if let known = state.withLock({ s -> StatCache.Node? in
+        if let known = state.withLock({ s -> MetadataCache.Node? in
             if let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode] {
                 return .file(staged.state(in: s).view(objectName: objectName(path)))
             }
-            return s.stats.lookup(path, now: now)
+            return s.metadata.node(path, now: now)
         }) {
             return known
         }
@@ -116,9 +116,10 @@ extension FileSystem {
             copied = try await store.copy(
                 objectName(source), to: objectName(target), ifSourceGenerationMatch: info.generation, ifGenerationMatch: ifTargetGeneration)
         } catch .preconditionFailed(let message) {
+            let now = clock.now
             state.withLock { s in
-                s.stats.invalidate(source)
-                s.stats.invalidate(target)
+                s.metadata.apply(.forgotten(source, listing: false), now: now)
+                s.metadata.apply(.forgotten(target, listing: false), now: now)
             }
             throw FSError(.stale, "rename of \(objectName(source)): changed meanwhile (\(message))")
         } catch {
@@ -137,15 +138,12 @@ extension FileSystem {
         let now = clock.now
         state.withLock { s in
             s.inodes.rename(from: source, to: target)
-            s.stats.insert(source, .absent, now: now)
-            s.stats.insert(target, .file(copied), now: now)
-            s.listings.amend(source, .removed)
-            s.listings.amend(target, .file(copied))
+            s.metadata.apply(.renamed(from: source, to: target, file: copied), now: now)
         }
         if let staged, let inode, staged.isJournaled { writeJournal(staged, inode: inode) }
     }
 
-    private func renameDirectory(_ source: String, to target: String, replacing targetNode: StatCache.Node) async throws(FSError) {
+    private func renameDirectory(_ source: String, to target: String, replacing targetNode: MetadataCache.Node) async throws(FSError) {
         // Files being written below go first, so their bytes move too.
         let below = source + "/"
         let pending = state.withLock { s in
@@ -181,11 +179,10 @@ extension FileSystem {
                 staged.renamed(to: copied)
             }
         }
+        let now = clock.now
         state.withLock { s in
             s.inodes.rename(from: source, to: target)
-            s.stats.invalidate(tree: source)
-            s.stats.invalidate(tree: target)
-            s.listings.removeAll(walks: true)
+            s.metadata.apply(.renamed(from: source, to: target, file: nil), now: now)
         }
         for (inode, staged) in pending where staged.isJournaled { writeJournal(staged, inode: inode) }
     }

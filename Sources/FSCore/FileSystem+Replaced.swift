@@ -17,16 +17,16 @@ extension FileSystem {
         kernelCacheInvalidator.withLock { $0 = invalidate }
     }
 
-    /// Drops `path`'s stat cache entry and its directory's cached listing
+    /// Drops `path`'s metadata cache entry and its directory's cached listing
     /// (the new object's size and generation are not known yet), then has
     /// the kernel drop the attributes of the inode bound to `path` and,
     /// with `pages`, its cached pages (which may hold the rejected writes).
     /// Blocks pinned in the block cache are keyed by generation: never
     /// stale, kept.
     func forgetReplaced(_ path: String, pages: Bool) async {
+        let now = clock.now
         let inode = state.withLock { s -> UInt64? in
-            s.stats.invalidate(path)
-            s.listings.forget(s.listings.parentListed(path))
+            s.metadata.apply(.forgotten(path, listing: true), now: now)
             return s.inodes.inode(forPath: path)
         }
         logger.debug("cached attributes dropped: the object changed behind the mount", metadata: [

@@ -67,7 +67,7 @@ extension FileSystem {
                     pending.append(FileSystemStatus.PendingUpload(path: path, size: file.size, state: state, openHandles: file.writeBack.handles))
                 }
             }
-            let counts = (stats: s.stats.count, listings: s.listings.cache.count, entries: s.listings.cache.entryCount, inodes: s.inodes.count)
+            let counts = (stats: s.metadata.entryCount, listings: s.metadata.listings.cache.count, entries: s.metadata.listings.cache.entryCount, inodes: s.inodes.count)
             return (pending.sorted { $0.path < $1.path }, counts)
         }
         // The block cache's index and the read-ahead budget are read after
@@ -104,19 +104,18 @@ extension FileSystem {
     @discardableResult
     public func dropMetadataCaches() -> KernelCacheEntries {
         let (kernel, dropped) = state.withLock { s -> (KernelCacheEntries, Int) in
-            let dropped = s.stats.count + s.listings.entriesHeld
+            let dropped = s.metadata.entryCount + s.metadata.listings.entriesHeld
             var kernel = KernelCacheEntries()
             func addName(_ path: String) {
                 let parent = PathRules.parent(of: path)
                 guard let parentInode = s.inodes.inode(forPath: parent) else { return }
                 kernel.names.append((parentInode, String(path.dropFirst(parent.isEmpty ? 0 : parent.count + 1))))
             }
-            for path in s.stats.removeAll() { addName(path) }
+            for path in s.metadata.removeAll() { addName(path) }
             for (inode, path) in s.inodes.boundPaths {
                 kernel.inodes.append(inode)
                 addName(path)
             }
-            s.listings.removeAll(walks: false)
             return (kernel, dropped)
         }
         logger.notice("metadata caches dropped", metadata: ["entries": "\(dropped)", "kernelNames": "\(kernel.names.count)"])

@@ -26,9 +26,10 @@ extension FileSystem {
         let metadata = await newEntryMetadata(parent: parent, type: UInt32(S_IFREG), mode: mode)
         let staged = try makeStagedFile(path: path, base: nil, truncated: false)
         staged.markCreated(metadata: metadata)
+        let now = clock.now
         let (inode, entry) = state.withLock { s -> (UInt64, EntryReply) in
             let inode = s.inodes.lookup(path, kind: .file)
-            s.stats.invalidate(path)
+            s.metadata.apply(.forgotten(path, listing: false), now: now)
             s.staged[inode] = s.staged[inode] ?? staged
             return (inode, entryReply(stagedAttributes(s.staged[inode]!, path: path, inode: inode, s)))
         }
@@ -123,11 +124,10 @@ extension FileSystem {
 
     /// A new object at `path` (mknod, mkdir, symlink): cached, in its
     /// directory's listing, one lookup counted.
-    func noteCreated(_ path: String, _ node: StatCache.Node) -> EntryReply {
+    func noteCreated(_ path: String, _ node: MetadataCache.Node) -> EntryReply {
         let now = clock.now
         return state.withLock { s in
-            s.stats.insert(path, node, now: now, source: .changedHere)
-            s.listings.created(path, node, now: now)
+            s.metadata.apply(.created(path, node), now: now)
             let inode = s.inodes.lookup(path, kind: node.kind!)
             return entryReply(attributes(node, inode: inode, s)!)
         }

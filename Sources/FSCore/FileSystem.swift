@@ -47,15 +47,14 @@ public final class FileSystem: FileSystemOperations {
 
     struct State: Sendable {
         var inodes = InodeTable()
-        var stats: StatCache
+        /// Every name's metadata and the directories' listings (see
+        /// `MetadataCache`; its listings read by `listingReader`).
+        var metadata: MetadataCache
         var directories: [UInt64: DirectoryHandle] = [:]
         var files: [UInt64: OpenFile] = [:]
         /// Files being written, by inode (shared by all their handles).
         var staged: [UInt64: StagedFile] = [:]
         var nextStagedID: UInt64 = 0
-        /// Directories' listings and the walks that fill them (see
-        /// `Listings`; read by `listingReader`).
-        var listings: Listings
         /// Shared by directory and file handles, never reused.
         var nextHandle: UInt64 = 1
         /// The write-back state of each staged file, by its id (see
@@ -70,8 +69,9 @@ public final class FileSystem: FileSystemOperations {
     // every operation reads what it needs, releases, awaits the store,
     // then re-locks and re-checks. Debug builds check both.
     let state: OrderedLock<State>
-    /// Reads the listings `State.listings` lacks (opendir, walks, lookups'
-    /// relistings), with the store, the clock and this state lock.
+    /// Reads the listings `State.metadata` lacks (opendir, walks, lookups'
+    /// relistings), with the store, the clock and the metadata cache in
+    /// this state lock.
     let listingReader: ListingReader
 
     /// - Parameters:
@@ -131,14 +131,10 @@ public final class FileSystem: FileSystemOperations {
             // request 17 MiB behind the furthest with 16 MiB windows).
             blockSize: Int64(blockCache?.blockSize ?? 1 << 20), seekTolerance: max(2 << 20, 2 * options.kernelReadAhead))
         let listings = Listings.Configuration(options, store)
-        let state = OrderedLock("file system state", State(
-            stats: StatCache(
-                ttl: Duration(seconds: options.statTTL), negativeTTL: Duration(seconds: options.negativeTTL),
-                capacity: options.statCacheCapacity),
-            listings: Listings(listings, maxEntries: options.statCacheCapacity)))
+        let state = OrderedLock("file system state", State(metadata: MetadataCache(listings, capacity: options.statCacheCapacity)))
         self.state = state
         self.listingReader = ListingReader(
-            store: store, clock: clock, logger: logger, state: state, configuration: listings, statWidth: options.listingStatWidth)
+            store: store, clock: clock, logger: logger, cache: LockedMetadataCache(state), configuration: listings, statWidth: options.listingStatWidth)
         retrier?.attach(
             isBeingWritten: { [weak self] object in self?.isBeingWritten(object) ?? false },
             uploaded: { [weak self] object, info in self?.noteRecovered(object, info) })
@@ -187,7 +183,7 @@ public final class FileSystem: FileSystemOperations {
     }
 
     /// What `stat` shows for `node` (`s`: the state, locked by the caller).
-    func attributes(_ node: StatCache.Node, inode: UInt64, _ s: borrowing State) -> FileAttributes? {
+    func attributes(_ node: MetadataCache.Node, inode: UInt64, _ s: borrowing State) -> FileAttributes? {
         mapper.attributes(node, inode: inode, changed: s.inodes[inode]?.entriesChanged)
     }
 

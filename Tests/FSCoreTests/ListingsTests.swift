@@ -3,28 +3,29 @@ import Testing
 @testable import FSCore
 import FSCoreTesting
 
-/// `Listings` alone, with no store and no file system: events in, what the
-/// listings answer and the walk requests `launch` was asked for out.
+/// The listings in the metadata cache, with no store and no file system:
+/// events in, what the cache answers and the walk requests `launch` was
+/// asked for out.
 @Suite("listings")
 struct ListingsTests {
     private func info(_ name: String) -> ObjectInfo {
         ObjectInfo(name: name, size: 1, generation: 1, updated: Date(timeIntervalSince1970: 0))
     }
 
-    private func listings() -> Listings {
-        Listings(.init(MountOptions(statTTL: 60, negativeTTL: 5), InMemoryObjectStore()), maxEntries: 1000)
+    private func listings() -> MetadataCache {
+        MetadataCache(.init(MountOptions(statTTL: 60, negativeTTL: 5), InMemoryObjectStore()), capacity: 1000)
     }
 
     @Test func aProbesCompletePageAnswersLookupsAndAPartialOneIsOpendirsHeadOnce() {
         var listings = listings()
         let launch: Listings.Launch = { _, _, _ in Task {} }
         listings.keepProbe(of: "a/", ListPage(prefixes: ["a/s/"], items: [info("a/x")]), readAt: .zero)
-        #expect(listings.node("a/x", now: .seconds(1)) == .file(info("a/x")))
-        #expect(listings.node("a/s", now: .seconds(1)) == .directory(placeholder: nil))
-        #expect(listings.node("a/y", now: .seconds(1)) == .absent)
-        #expect(listings.node("a/y", now: .seconds(6)) == nil, "absent for the negative TTL only")
+        #expect(listings.answer("a/x", now: .seconds(1)) == .file(info("a/x")))
+        #expect(listings.answer("a/s", now: .seconds(1)) == .directory(placeholder: nil))
+        #expect(listings.answer("a/y", now: .seconds(1)) == .absent)
+        #expect(listings.answer("a/y", now: .seconds(6)) == nil, "absent for the negative TTL only")
         listings.keepProbe(of: "b/", ListPage(prefixes: [], items: [info("b/x")], nextPageToken: "t"), readAt: .zero)
-        #expect(listings.node("b/x", now: .seconds(1)) == nil, "a first page answers no lookup")
+        #expect(listings.answer("b/x", now: .seconds(1)) == nil, "a first page answers no lookup")
         let opening = listings.opening("b/", path: "b", now: .seconds(1), launch: launch)
         #expect(opening.cached == nil && opening.head?.page.nextPageToken == "t")
         #expect(listings.opening("b/", path: "b", now: .seconds(1), launch: launch).head == nil, "taken by one opendir")
@@ -37,7 +38,7 @@ struct ListingsTests {
             launched.append(request)
             return Task {}
         }
-        listings.keep("", ListingCache.Listing(prefixes: ["d1/", "d2/", "d3/"], items: [], readAt: .zero))
+        listings.apply(.listed("", ListingCache.Listing(prefixes: ["d1/", "d2/", "d3/"], items: [], readAt: .zero)), now: .zero)
         #expect(listings.opening("d1/", path: "d1", now: .seconds(1), launch: launch).walkStarted == nil, "maybe a cd")
         #expect(listings.opening("d2/", path: "d2", now: .seconds(1), launch: launch).walkStarted == "")
         #expect(launched.map(\.startOffset) == ["d2/"])
@@ -52,20 +53,41 @@ struct ListingsTests {
             Issue.record("the page completed d3's listing")
             return
         }
-        #expect(Array(listing.items.keys) == ["d3/b"])
-        #expect(listings.node("d2/a", now: .seconds(2)) == .file(info("d2/a")))
+        #expect(listing.files == ["d3/b"] && listing.directories.isEmpty)
+        #expect(listings.answer("d2/a", now: .seconds(2)) == .file(info("d2/a")))
     }
 
     @Test func aChangeBelowAWalksRootEndsTheWalk() {
         var listings = listings()
         let launch: Listings.Launch = { _, _, _ in Task {} }
-        listings.keep("", ListingCache.Listing(prefixes: ["d1/", "d2/", "d3/"], items: [], readAt: .zero))
+        listings.apply(.listed("", ListingCache.Listing(prefixes: ["d1/", "d2/", "d3/"], items: [], readAt: .zero)), now: .zero)
         _ = listings.opening("d1/", path: "d1", now: .seconds(1), launch: launch)
         _ = listings.opening("d2/", path: "d2", now: .seconds(1), launch: launch)
-        listings.amend("d3/new", .file(info("d3/new")))
+        listings.apply(.created("d3/new", .file(info("d3/new"))), now: .seconds(1))
         guard case .done(nil) = listings.walkStep("d3/", now: .seconds(1), launch: launch) else {
             Issue.record("no walk covers d3 any more: its opendir lists on its own")
             return
         }
+    }
+
+    @Test func aListingIsNamesIntoTheOneTableSoAChangeShowsInBoth() {
+        var cache = listings()
+        cache.apply(.listed("d/", ListingCache.Listing(prefixes: ["d/s/"], items: [info("d/f")], readAt: .zero)), now: .zero)
+        #expect(cache.node("d/f", now: .seconds(1)) == .file(info("d/f")), "the listing's metadata is the entry")
+        var chmodded = info("d/s/")
+        chmodded.customMetadata = [AttributeMapper.modeKey: "700"]
+        cache.apply(.patched("d/s", .directory(placeholder: chmodded)), now: .seconds(1))
+        #expect(cache.answer("d/s", now: .seconds(2)) == .directory(placeholder: chmodded))
+        #expect(cache.listings.cache["d/"]?.directories == ["d/s"], "still named by the listing")
+        #expect(cache.entries.stored("d/s") == .directory(placeholder: chmodded), "whose entry is the one just changed")
+        cache.apply(.removed("d/f", directory: false), now: .seconds(2))
+        #expect(cache.listings.cache["d/"]?.files == [])
+        #expect(cache.answer("d/f", now: .seconds(3)) == .absent)
+        cache.apply(.stated("d/g", .file(info("d/g"))), now: .seconds(3))
+        #expect(cache.listings.cache["d/"]?.files == ["d/g"], "a stat's finding names it in the listing too")
+        #expect(cache.entries.pinnedCount == 2)
+        cache.apply(.forgotten("d/g", listing: false), now: .seconds(4))
+        #expect(cache.listings.cache["d/"] == nil, "a listing that names a forgotten entry goes")
+        #expect(cache.entries.pinnedCount == 0)
     }
 }

@@ -12,23 +12,43 @@ struct TreeWalkTests {
 
     // Checks semantics.md#shows-caching
     @Test func listingCacheIsBoundedByEntriesAndAmendsInPlace() {
+        var entries = MetadataCache.Entries(ttl: .seconds(60), negativeTTL: .seconds(5), capacity: 100)
+        /// A kept listing of `path` naming `files` and `directories`, their
+        /// entries in the one table first (as `Listings.keep` does).
+        func kept(_ path: String, files: [String], directories: [String] = []) -> ListingCache.Kept {
+            var kept = ListingCache.Kept(path: path, readAt: .zero, completedAt: .zero)
+            for file in files {
+                entries.insert(file, .file(info(file)), now: .zero)
+                kept.files.insert(file)
+            }
+            for directory in directories {
+                entries.insert(directory, .directory(placeholder: nil), now: .zero)
+                kept.directories.insert(directory)
+            }
+            return kept
+        }
         var cache = ListingCache(maxEntries: 10, maxListings: 3)
-        cache.store("a/", ListingCache.Listing(prefixes: ["a/x/"], items: [info("a/1"), info("a/2")], readAt: .zero))
-        cache.store("b/", ListingCache.Listing(prefixes: [], items: (0..<5).map { info("b/\($0)") }, readAt: .zero))
-        #expect(cache.entryCount == 8)
-        cache.store("c/", ListingCache.Listing(prefixes: [], items: (0..<4).map { info("c/\($0)") }, readAt: .zero))
+        cache.store("a/", kept("a", files: ["a/1", "a/2"], directories: ["a/x"]), &entries)
+        cache.store("b/", kept("b", files: (0..<5).map { "b/\($0)" }), &entries)
+        #expect(cache.entryCount == 8 && entries.pinnedCount == 8, "a kept listing pins the entries it names")
+        cache.store("c/", kept("c", files: (0..<4).map { "c/\($0)" }), &entries)
         #expect(cache["a/"] == nil, "the oldest listing went to make room")
         #expect(cache.entryCount == 9 && cache.count == 2)
-        cache.store("huge/", ListingCache.Listing(prefixes: [], items: (0..<11).map { info("huge/\($0)") }, readAt: .zero))
+        #expect(entries.pinnedCount == 9, "and unpinned its entries")
+        cache.store("huge/", kept("huge", files: (0..<11).map { "huge/\($0)" }), &entries)
         #expect(cache["huge/"] == nil && cache.count == 2, "a listing over the whole budget is not kept")
+        #expect(entries.pinnedCount == 9)
 
-        cache.amend("b/", object: "b/new", .file(info("b/new")))
-        cache.amend("b/", object: "b/0", .removed)
-        cache.amend("b/", object: "b/sub", .directory(placeholder: info("b/sub/")))
-        #expect(cache["b/"]!.holds("b/new") && !cache["b/"]!.holds("b/0") && cache["b/"]!.holds("b/sub"))
-        #expect(cache["b/"]!.directory("b/sub/") == .directory(placeholder: info("b/sub/")), "with its placeholder")
-        #expect(cache.entryCount == 10)
-        cache.amend("missing/", object: "missing/x", .file(info("missing/x")))
+        entries.insert("b/new", .file(info("b/new")), now: .zero)
+        cache.amend("b/", path: "b/new", .file(info("b/new")), &entries)
+        entries.insert("b/0", .absent, now: .zero)
+        cache.amend("b/", path: "b/0", .absent, &entries)
+        entries.insert("b/sub", .directory(placeholder: info("b/sub/")), now: .zero)
+        cache.amend("b/", path: "b/sub", .directory(placeholder: info("b/sub/")), &entries)
+        #expect(cache["b/"]!.names("b/new") && !cache["b/"]!.names("b/0") && cache["b/"]!.directories.contains("b/sub"))
+        #expect(entries.stored("b/sub") == .directory(placeholder: info("b/sub/")), "with its placeholder, in the one table")
+        #expect(cache.entryCount == 10 && entries.pinnedCount == 10)
+        cache.amend("missing/", path: "missing/x", .file(info("missing/x")), &entries)
         #expect(cache["missing/"] == nil, "only kept listings are amended")
         #expect(cache.countOpenedSubdirectory(of: "b/") == 0 && cache.countOpenedSubdirectory(of: "b/") == 1)
         #expect(cache.countOpenedSubdirectory(of: "missing/") == nil)

@@ -10,7 +10,10 @@ import Logging
 /// a warm `ls -l` of 100,000 entries costs no per-entry work here at all.
 ///
 /// Kept in `FileSystem.State.directories`; its entries are made under the
-/// state lock, as they fill the stat cache and pin inodes.
+/// state lock, from the metadata cache (which a kept listing's names point
+/// into) and the inode table (whose inodes they pin), with the files being
+/// written in the directory as the file system gives them (`StagedEntry`).
+/// Making them writes nothing to the cache.
 struct DirectoryHandle: Sendable {
     let inode: UInt64
     /// What the entries are made of (until they are made).
@@ -23,7 +26,14 @@ struct DirectoryHandle: Sendable {
     struct Source: Sendable {
         let path: String
         let listed: String
-        let listing: ListingCache.Listing
+        let listing: ListingCache.Opened
+    }
+
+    /// A file being written in the directory, as its staged state shows
+    /// it: `file` is what a stat shows (nil: unlinked, not shown).
+    struct StagedEntry: Sendable {
+        let name: String
+        let file: ObjectInfo?
     }
 
     /// What making the entries takes from the file system.
@@ -43,80 +53,93 @@ struct DirectoryHandle: Sendable {
         return Array(entries[start..<end])
     }
 
-    /// Makes the entries from the listing, once: fills the stat cache
-    /// (as fresh as the listing), resolves and pins each child's inode.
-    mutating func makeEntries(_ s: inout FileSystem.State, now: Duration, _ context: Context) {
-        guard let source else { return }
+    /// Makes the entries, once: from the kept listing's names, each with
+    /// its metadata from the cache (as a stat shows it), or from a listing
+    /// read and not kept; resolves and pins each child's inode. False,
+    /// with nothing made: the cache no longer holds the metadata of a name
+    /// the kept listing gave (the caches were dropped, or the listing was
+    /// evicted and its entries expired since opendir); the caller reads the
+    /// listing again.
+    mutating func makeEntries(
+        _ cache: borrowing MetadataCache, _ inodes: inout InodeTable, staged: [StagedEntry], now: Duration, _ context: Context
+    ) -> Bool {
+        guard let source else { return true }
+        guard var children = Self.children(of: source, cache, now: now, context.logger) else { return false }
         self.source = nil
-        var children = source.listing.children(under: source.listed, logger: context.logger)
-        Self.mergeStaged(into: &children, directory: source.path, s, objectPrefix: context.objectPrefix)
-        // Attributes from the listing are as old as the listing.
-        let readAt = min(now, source.listing.readAt)
+        Self.mergeStaged(staged, into: &children)
         var entries: [DirectoryEntry] = []
         var pinned: [UInt64] = []
         entries.reserveCapacity(children.count + 2)
         pinned.reserveCapacity(children.count)
-        s.stats.reserveCapacity(forMore: children.count)
-        s.inodes.reserveCapacity(forMore: children.count)
+        inodes.reserveCapacity(forMore: children.count)
         let parentInode = inode == InodeTable.root
-            ? inode : s.inodes.inode(forPath: PathRules.parent(of: source.path)) ?? inode
+            ? inode : inodes.inode(forPath: PathRules.parent(of: source.path)) ?? inode
         for (name, dotInode) in [(".", inode), ("..", parentInode)] {
-            let dot = Self.directoryAttributes(dotInode, s, now: now, context.mapper)
+            let dot = Self.directoryAttributes(dotInode, cache, inodes, now: now, context.mapper)
             entries.append(DirectoryEntry(name: name, entry: EntryReply(dot, timeout: context.timeout), nextOffset: Int64(entries.count + 1)))
         }
-        for (name, node, staged) in children {
-            let path = PathRules.join(source.path, name)
-            var known = node
-            if !staged {
-                s.stats.insert(path, node, now: readAt)
-                // The cache may know more than the listing (a directory's
-                // placeholder metadata); use that.
-                if case .directory = node, let cached = s.stats.lookup(path, now: now) { known = cached }
-            }
-            let child = s.inodes.resolveAndPin(path, kind: node.kind!)
+        for (name, node) in children {
+            let child = inodes.resolveAndPin(PathRules.join(source.path, name), kind: node.kind!)
             pinned.append(child)
-            let attributes = context.mapper.attributes(known, inode: child, changed: s.inodes[child]?.entriesChanged)!
+            let attributes = context.mapper.attributes(node, inode: child, changed: inodes[child]?.entriesChanged)!
             entries.append(DirectoryEntry(
                 name: name, entry: EntryReply(attributes, timeout: context.timeout), nextOffset: Int64(entries.count + 1)))
         }
         self.entries = entries
         self.pinned = pinned
+        return true
     }
 
-    /// Files being written in `directory` as their staged state shows them:
-    /// new ones not uploaded yet appear, dirty ones show their local size;
-    /// unlinked ones disappear. Marked `true`, so the stat cache keeps only
-    /// what the store said.
-    private static func mergeStaged(
-        into children: inout [(String, StatCache.Node, Bool)], directory: String, _ s: borrowing FileSystem.State, objectPrefix: String
-    ) {
-        let here = s.staged.compactMap { inode, staged -> (InodeTable.Record, StagedFile)? in
-            guard let record = s.inodes[inode], record.bound, PathRules.parent(of: record.path) == directory else { return nil }
-            return (record, staged)
-        }
-        // Most listings have nothing being written: no copy of the entries.
-        guard !here.isEmpty else { return }
-        var byName = Dictionary(children.map { ($0.0, ($0.1, $0.2)) }, uniquingKeysWith: { a, _ in a })
-        for (record, staged) in here {
-            let name = String(record.path.dropFirst(directory.isEmpty ? 0 : directory.count + 1))
-            let file = staged.state(in: s)
-            if file.isUnlinked {
-                byName[name] = nil
-            } else {
-                byName[name] = (.file(file.view(objectName: objectPrefix + record.path)), true)
+    /// The entries of `source`'s listing, by name, sorted; nil when the
+    /// cache lacks the metadata of a name its kept listing holds.
+    private static func children(
+        of source: Source, _ cache: borrowing MetadataCache, now: Duration, _ logger: Logger
+    ) -> [(String, MetadataCache.Node)]? {
+        switch source.listing {
+        case .read(let listing):
+            // Not kept, so perhaps older than what the cache knows of a
+            // directory's placeholder (a chmod here since).
+            return listing.children(under: source.listed, logger: logger).map { name, node in
+                if case .directory = node, let known = cache.node(PathRules.join(source.path, name), now: now), case .directory = known {
+                    return (name, known)
+                }
+                return (name, node)
             }
+        case .kept(let kept):
+            var children: [(String, MetadataCache.Node)] = []
+            children.reserveCapacity(kept.entryCount)
+            let skip = kept.path.isEmpty ? 0 : kept.path.count + 1
+            // Sorted paths of one directory are sorted names.
+            for path in kept.sortedPaths {
+                switch cache.entries.stored(path) {
+                case nil: return nil
+                case .absent?: continue
+                case let node?: children.append((String(path.dropFirst(skip)), node))
+                }
+            }
+            return children
         }
-        children = byName.map { ($0.key, $0.value.0, $0.value.1) }.sorted { $0.0 < $1.0 }
+    }
+
+    /// Files being written in the directory as their staged state shows
+    /// them: new ones not uploaded yet appear, dirty ones show their local
+    /// size; unlinked ones disappear.
+    private static func mergeStaged(_ staged: [StagedEntry], into children: inout [(String, MetadataCache.Node)]) {
+        // Most listings have nothing being written: no copy of the entries.
+        guard !staged.isEmpty else { return }
+        var byName = Dictionary(children, uniquingKeysWith: { a, _ in a })
+        for entry in staged { byName[entry.name] = entry.file.map { .file($0) } }
+        children = byName.map { ($0.key, $0.value) }.sorted { $0.0 < $1.0 }
     }
 
     private static func directoryAttributes(
-        _ inode: UInt64, _ s: borrowing FileSystem.State, now: Duration, _ mapper: AttributeMapper
+        _ inode: UInt64, _ cache: borrowing MetadataCache, _ inodes: borrowing InodeTable, now: Duration, _ mapper: AttributeMapper
     ) -> FileAttributes {
-        if inode != InodeTable.root, let path = s.inodes[inode]?.path,
-            case .directory(let placeholder)? = s.stats.lookup(path, now: now)
+        if inode != InodeTable.root, let path = inodes[inode]?.path,
+            case .directory(let placeholder)? = cache.node(path, now: now)
         {
-            return mapper.directory(placeholder: placeholder, inode: inode, changed: s.inodes[inode]?.entriesChanged)
+            return mapper.directory(placeholder: placeholder, inode: inode, changed: inodes[inode]?.entriesChanged)
         }
-        return mapper.directory(placeholder: nil, inode: inode, changed: s.inodes[inode]?.entriesChanged)
+        return mapper.directory(placeholder: nil, inode: inode, changed: inodes[inode]?.entriesChanged)
     }
 }

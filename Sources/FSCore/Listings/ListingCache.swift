@@ -2,11 +2,14 @@ import Logging
 
 /// Complete listings of directories, by listed prefix, reused by opendir
 /// (within statTTL) and by lookups of names a fresh listing does not hold.
+/// A kept listing is the names of its entries (`Kept`); their metadata is
+/// in the metadata cache's one table (`MetadataCache.Entries`), where the
+/// listing pins them while it is kept.
 ///
 /// Every question a file-system operation asks of one listing is O(1): a
-/// listing keeps its items by object name and its prefixes in a set, so a
-/// lookup in (or an amendment of) a directory of 100,000 entries costs the
-/// same as in one of ten. Only opendir reads a listing whole.
+/// listing keeps its names in sets, so a lookup in (or an amendment of) a
+/// directory of 100,000 entries costs the same as in one of ten. Only
+/// opendir reads a listing whole.
 ///
 /// Bounded by the total number of entries over all listings (and by a
 /// number of listings): when a new listing would pass either, the least
@@ -14,6 +17,8 @@ import Logging
 /// subdirectory of it is opened). A listing larger than the whole budget is
 /// not kept at all.
 struct ListingCache: Sendable {
+    /// A listing as read from the store (a delimited listing, or what a
+    /// walk cut from flat pages), with its items' metadata.
     struct Listing: Sendable {
         /// Objects directly below the listed prefix, by object name.
         var items: [String: ObjectInfo]
@@ -29,9 +34,6 @@ struct ListingCache: Sendable {
         /// the latest (negative lookups count their TTL from here, so a
         /// listing of 100 pages still answers them once complete).
         var completedAt: Duration
-        /// Subdirectories opened since it was read (a second one starts a
-        /// `TreeWalk` of this directory).
-        var subdirectoriesOpened = 0
 
         init(
             items: [String: ObjectInfo] = [:], prefixes: Set<String> = [], placeholders: [String: ObjectInfo] = [:],
@@ -60,63 +62,79 @@ struct ListingCache: Sendable {
             self.init(prefixes: page.prefixes, items: page.items, placeholders: page.placeholders, readAt: readAt, completedAt: completedAt)
         }
 
-        /// What the listing says the prefix `prefix` (`a/b/`) is: a
-        /// directory, with its placeholder when the listing holds one; nil
-        /// when it is not listed.
-        func directory(_ prefix: String) -> StatCache.Node? {
-            prefixes.contains(prefix) ? .directory(placeholder: placeholders[prefix]) : nil
-        }
-
         var entryCount: Int { items.count + prefixes.count }
 
-        /// Whether the object `name` or the directory `name/` is listed.
-        func holds(_ name: String) -> Bool {
-            items[name] != nil || prefixes.contains(name + "/")
-        }
-
-        /// The entries of the listing of `listed`, by name, sorted, each
-        /// marked `false` (listed, not a file being written: opendir merges
-        /// those). A prefix and an object of the same name: the directory
-        /// wins and the object is hidden. Built as one array and sorted
-        /// once: at 100,000 entries a dictionary by name (then sorted) cost
-        /// a third of opendir's time after the last page.
-        func children(under listed: String, logger: Logger) -> [(String, StatCache.Node, Bool)] {
-            var children: [(String, StatCache.Node, Bool)] = []
+        /// The entries of the listing of `listed`, by name, sorted unless
+        /// `sorted` is false (a listing being kept: its names go into sets).
+        /// A prefix and an object of the same name: the directory wins and
+        /// the object is hidden. Built as one array and sorted once: at
+        /// 100,000 entries a dictionary by name (then sorted) cost a third
+        /// of opendir's time after the last page.
+        func children(under listed: String, logger: Logger?, sorted: Bool = true) -> [(String, MetadataCache.Node)] {
+            var children: [(String, MetadataCache.Node)] = []
             children.reserveCapacity(entryCount)
             for item in items.values {
                 guard let name = PathRules.entryName(ofItem: item.name, under: listed) else {
-                    logger.debug("skipping object that cannot be a file", metadata: ["object": "\(item.name)"])
+                    logger?.debug("skipping object that cannot be a file", metadata: ["object": "\(item.name)"])
                     continue
                 }
                 if !prefixes.isEmpty, prefixes.contains(item.name + "/") {
-                    logger.debug("object hidden by a directory of the same name", metadata: ["object": "\(item.name)"])
+                    logger?.debug("object hidden by a directory of the same name", metadata: ["object": "\(item.name)"])
                     continue
                 }
-                children.append((String(name), .file(item), false))
+                children.append((String(name), .file(item)))
             }
             for prefix in prefixes {
                 guard let name = PathRules.entryName(ofPrefix: prefix, under: listed) else {
-                    logger.debug("skipping prefix that cannot be a directory", metadata: ["prefix": "\(prefix)"])
+                    logger?.debug("skipping prefix that cannot be a directory", metadata: ["prefix": "\(prefix)"])
                     continue
                 }
-                children.append((String(name), .directory(placeholder: placeholders[prefix]), false))
+                children.append((String(name), .directory(placeholder: placeholders[prefix])))
             }
-            children.sort { $0.0 < $1.0 }
+            if sorted { children.sort { $0.0 < $1.0 } }
             return children
         }
     }
 
-    /// A change this mount made to one entry of a listed directory.
-    enum Change {
-        case file(ObjectInfo)
-        /// A directory, with its placeholder object when it has one.
-        case directory(placeholder: ObjectInfo?)
-        case removed
+    /// A kept listing: the mount paths of its entries, whose metadata the
+    /// metadata cache holds.
+    struct Kept: Sendable {
+        /// The directory's mount path.
+        let path: String
+        var files: Set<String> = []
+        var directories: Set<String> = []
+        let readAt: Duration
+        let completedAt: Duration
+        /// Subdirectories opened since it was read (a second one starts a
+        /// `TreeWalk` of this directory).
+        var subdirectoriesOpened = 0
+
+        var entryCount: Int { files.count + directories.count }
+
+        /// Whether it names `path` (a file or a directory).
+        func names(_ path: String) -> Bool { files.contains(path) || directories.contains(path) }
+
+        /// Its entries' paths, sorted by name.
+        var sortedPaths: [String] { (files.union(directories)).sorted() }
+    }
+
+    /// A listing as opendir takes it: kept (names into the metadata
+    /// cache), or read and not kept (statTTL 0, or over the budget).
+    enum Opened: Sendable {
+        case kept(Kept)
+        case read(Listing)
+
+        var readAt: Duration {
+            switch self {
+            case .kept(let kept): kept.readAt
+            case .read(let listing): listing.readAt
+            }
+        }
     }
 
     let maxEntries: Int
     let maxListings: Int
-    private var listings: [String: Listing] = [:]
+    private var listings: [String: Kept] = [:]
     /// Listed prefixes, least recently stored first.
     private var order = LRUList<String>()
     private(set) var entryCount = 0
@@ -128,31 +146,35 @@ struct ListingCache: Sendable {
 
     var count: Int { listings.count }
 
-    subscript(listed: String) -> Listing? { listings[listed] }
+    subscript(listed: String) -> Kept? { listings[listed] }
 
-    /// Keeps `listing` for `listed`, replacing what was there; older
-    /// listings go while the bounds are passed.
-    mutating func store(_ listed: String, _ listing: Listing) {
-        remove(listed)
+    /// Keeps `listing` for `listed`, replacing what was there, with its
+    /// entries (already in `entries`) pinned; older listings go while the
+    /// bounds are passed.
+    mutating func store(_ listed: String, _ listing: Kept, _ entries: inout MetadataCache.Entries) {
+        remove(listed, &entries)
         guard listing.entryCount <= maxEntries else { return }
         listings[listed] = listing
         order.touch(listed)
         entryCount += listing.entryCount
+        for path in listing.files { entries.pin(path) }
+        for path in listing.directories { entries.pin(path) }
         while entryCount > maxEntries || listings.count > maxListings, let oldest = order.leastRecent, oldest != listed {
-            remove(oldest)
+            remove(oldest, &entries)
         }
     }
 
-    mutating func remove(_ listed: String) {
+    mutating func remove(_ listed: String, _ entries: inout MetadataCache.Entries) {
         guard let old = listings.removeValue(forKey: listed) else { return }
         order.remove(listed)
         entryCount -= old.entryCount
+        for path in old.files { entries.unpin(path) }
+        for path in old.directories { entries.unpin(path) }
     }
 
-    mutating func removeAll() {
-        listings.removeAll()
+    mutating func removeAll(_ entries: inout MetadataCache.Entries) {
+        for listed in Array(listings.keys) { remove(listed, &entries) }
         order = LRUList()
-        entryCount = 0
     }
 
     /// Counts an opendir of a subdirectory of `listed`; returns how many
@@ -167,22 +189,24 @@ struct ListingCache: Sendable {
         return before
     }
 
-    /// Applies a change of the entry `object` (an object name, without a
-    /// trailing `/`) to the listing of `listed`, if one is kept. O(1).
-    mutating func amend(_ listed: String, object: String, _ change: Change) {
+    /// Has the listing of `listed`, if one is kept, name `path` as `node`
+    /// says (a file, a directory, or not at all), its entry (already in
+    /// `entries`) pinned. O(1).
+    mutating func amend(_ listed: String, path: String, _ node: MetadataCache.Node, _ entries: inout MetadataCache.Entries) {
         guard var listing = listings.removeValue(forKey: listed) else { return }
         // Taken out of the dictionary first, so its storage is changed in
         // place rather than copied.
         entryCount -= listing.entryCount
-        listing.items[object] = nil
-        listing.prefixes.remove(object + "/")
-        listing.placeholders[object + "/"] = nil
-        switch change {
-        case .file(let info): listing.items[object] = info
-        case .directory(let placeholder):
-            listing.prefixes.insert(object + "/")
-            listing.placeholders[object + "/"] = placeholder
-        case .removed: break
+        if listing.files.remove(path) != nil { entries.unpin(path) }
+        if listing.directories.remove(path) != nil { entries.unpin(path) }
+        switch node {
+        case .file:
+            listing.files.insert(path)
+            entries.pin(path)
+        case .directory:
+            listing.directories.insert(path)
+            entries.pin(path)
+        case .absent: break
         }
         entryCount += listing.entryCount
         listings[listed] = listing

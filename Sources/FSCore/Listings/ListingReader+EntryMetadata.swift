@@ -6,14 +6,14 @@ import Foundation
 /// `includeTrailingDelimiter`). readdirplus must answer every entry's
 /// attributes, and `ls -l` stats every entry, so the metadata is fetched
 /// at opendir: one stat per item and per subdirectory's placeholder not
-/// fresh in the stat cache, `MountOptions.listingStatWidth` at a time (16
+/// fresh in the metadata cache, `MountOptions.listingStatWidth` at a time (16
 /// by default; scripts/bench/firebase_ls.sh measures the choice), so that
 /// N entries cost N requests but about N / width round trips. Without the
 /// placeholder's stat a directory would show the mount's default mode and
 /// owner instead of its own (a 0700 directory would open up to others).
 extension ListingReader {
     /// `page` with full metadata for every item and the placeholder of
-    /// every prefix that has one: from the stat cache when fresh, else from
+    /// every prefix that has one: from the metadata cache when fresh, else from
     /// the store. An item deleted since it was listed is left out, and so
     /// is one the store lists but will not describe (rules that allow list
     /// but not read): it cannot be shown with a true size. A placeholder
@@ -22,15 +22,15 @@ extension ListingReader {
     func withEntryMetadata(_ page: ListPage, listed: String) async throws(FSError) -> ListPage {
         guard !store.capabilities.listingsCarryMetadata, !page.items.isEmpty || !page.prefixes.isEmpty else { return page }
         let now = clock.now
-        let known: [String: ObjectInfo] = state.withLock { s in
+        let known: [String: ObjectInfo] = cache.withLock { s in
             var known: [String: ObjectInfo] = [:]
             for item in page.items {
-                if case .file(let info)? = s.stats.lookup(mountPath(item.name), now: now), info.name == item.name {
+                if case .file(let info)? = s.node(mountPath(item.name), now: now), info.name == item.name {
                     known[item.name] = info
                 }
             }
             for prefix in page.prefixes {
-                if case .directory(let placeholder?)? = s.stats.lookup(mountPath(String(prefix.dropLast())), now: now),
+                if case .directory(let placeholder?)? = s.node(mountPath(String(prefix.dropLast())), now: now),
                     placeholder.name == prefix
                 {
                     known[prefix] = placeholder

@@ -5,10 +5,10 @@ extension ListingReader {
     /// The listing of `listed` from the walk that covers it, reading pages
     /// as needed; nil when no walk covers it, the walk failed, or it would
     /// take more than `walkPagesPerOpen` pages.
-    func listingFromWalk(_ listed: String) async throws(FSError) -> ListingCache.Listing? {
+    func listingFromWalk(_ listed: String) async throws(FSError) -> ListingCache.Kept? {
         for _ in 0...Listings.walkPagesPerOpen {
             let now = clock.now
-            switch state.withLock({ s in s.listings.walkStep(listed, now: now, launch: launch) }) {
+            switch cache.withLock({ s in s.walkStep(listed, now: now, launch: launch) }) {
             case .done(let listing): return listing
             case .wait(let task):
                 // The page is the walk's, not this opendir's: an interrupted
@@ -38,11 +38,11 @@ extension ListingReader {
                 pageToken: request.pageToken, maxResults: Listings.pageSize)
         } catch {
             logger.debug("flat listing failed; listing directory by directory", metadata: ["prefix": "\(root)", "cause": "\(error)"])
-            state.withLock { $0.listings.walkFailed(root, walk: id) }
+            cache.withLock { $0.walkFailed(root, walk: id) }
             return
         }
-        let offsetsIgnored = state.withLock { s in
-            s.listings.pageRead(request, of: root, walk: id, page, readAt: started, launch: launch)
+        let offsetsIgnored = cache.withLock { s in
+            s.pageRead(request, of: root, walk: id, page, readAt: started, launch: launch)
         }
         if offsetsIgnored {
             logger.debug("the server ignores listing offsets; walking without ranges", metadata: ["prefix": "\(root)"])

@@ -1,19 +1,19 @@
 import Logging
 
-/// The listings' I/O: reads from the store what `Listings` (in
-/// `FileSystem.State`) lacks and feeds it back under the state lock:
+/// The listings' I/O: reads from the store what the metadata cache's
+/// listings lack and feeds it back under the cache's lock:
 /// opendir's whole listing of a directory, the page that relists a small
 /// directory for a lookup, the pages of walks (`ListingReader+Walks.swift`)
 /// and the stats that complete a listing without metadata
 /// (`ListingReader+EntryMetadata.swift`). It has the store, the clock and
-/// the state lock, and nothing else of the file system: the lock is taken
-/// only to ask or change `Listings` (and, for the metadata, the stat
-/// cache), never across an await.
+/// the metadata cache in its lock, and nothing else of the file system:
+/// the lock is taken only to ask or change the cache, never across an
+/// await.
 struct ListingReader: Sendable {
     let store: any ObjectStore
     let clock: any MonotonicClock
     let logger: Logger
-    let state: OrderedLock<FileSystem.State>
+    let cache: LockedMetadataCache
     /// The very configuration `Listings` has (statTTL, zero: no listing is
     /// kept; the object prefix; whether listings carry metadata).
     let configuration: Listings.Configuration
@@ -26,24 +26,35 @@ struct ListingReader: Sendable {
     /// cache off), else from a walk of the subtree it lies in (`TreeWalk`),
     /// else listed page by page (going on from the first page a lookup's
     /// probe just read, if any).
-    func listing(of listed: String, path: String) async throws(FSError) -> ListingCache.Listing {
+    func listing(of listed: String, path: String) async throws(FSError) -> ListingCache.Opened {
         let started = clock.now
         guard configuration.ttl > .zero else {
             let whole = try await wholeListing(of: listed, path: path)
-            return ListingCache.Listing(whole, readAt: started)
+            return .read(ListingCache.Listing(whole, readAt: started))
         }
-        let (cached, head, walkStarted) = state.withLock { s in
-            s.listings.opening(listed, path: path, now: started, launch: launch)
+        let (cached, head, walkStarted) = cache.withLock { s in
+            s.opening(listed, path: path, now: started, launch: launch)
         }
         if let walkStarted {
             logger.debug("walking a subtree with flat listings", metadata: ["prefix": "\(walkStarted)"])
         }
-        if let cached { return cached }
-        if head == nil, let walked = try await listingFromWalk(listed) { return walked }
+        if let cached { return .kept(cached) }
+        if head == nil, let walked = try await listingFromWalk(listed) { return .kept(walked) }
         let whole = try await withEntryMetadata(wholeListing(of: listed, path: path, after: head?.page), listed: listed)
         let listing = ListingCache.Listing(whole, readAt: head?.readAt ?? started, completedAt: clock.now)
-        state.withLock { $0.listings.keep(listed, listing) }
-        return listing
+        return cache.withLock { c in
+            c.apply(.listed(listed, listing), now: listing.readAt)
+            // Not kept when over the listing cache's whole budget.
+            return c.listings.cache[listed].map { .kept($0) } ?? .read(listing)
+        }
+    }
+
+    /// The listing of `listed` (the directory at mount path `path`) from
+    /// the store, every page, whatever is cached, and not kept.
+    func readListing(of listed: String, path: String) async throws(FSError) -> ListingCache.Listing {
+        let started = clock.now
+        let whole = try await withEntryMetadata(wholeListing(of: listed, path: path), listed: listed)
+        return ListingCache.Listing(whole, readAt: started, completedAt: clock.now)
     }
 
     /// Every page of the listing of `listed` (the directory at mount path
@@ -90,11 +101,11 @@ struct ListingReader: Sendable {
     /// in one directory (a shell loop, `tar x`, `cp -r` into the mount)
     /// then costs one listing per negative TTL instead of a probe (three
     /// requests) per new name. nil: no such listing; the caller probes.
-    func relistedNode(_ path: String) async throws(FSError) -> StatCache.Node? {
+    func relistedNode(_ path: String) async throws(FSError) -> MetadataCache.Node? {
         let directory = PathRules.parent(of: path)
         let listed = PathRules.listingPrefix(configuration.objectPrefix, directory)
         guard configuration.ttl > .zero, configuration.carryMetadata,
-            let old = state.withLock({ $0.listings.cache[listed] }), old.entryCount < Listings.pageSize
+            let old = cache.withLock({ $0.listings.cache[listed] }), old.entryCount < Listings.pageSize
         else { return nil }
         let started = clock.now
         let page: ListPage
@@ -105,9 +116,9 @@ struct ListingReader: Sendable {
         }
         guard page.nextPageToken == nil else { return nil }
         let listing = ListingCache.Listing(page, readAt: started, completedAt: clock.now)
-        return state.withLock { s in
-            s.listings.keep(listed, listing)
-            return s.listings.node(path, now: started)
+        return cache.withLock { s in
+            s.apply(.listed(listed, listing), now: started)
+            return s.answer(path, now: started)
         }
     }
 
@@ -120,7 +131,7 @@ struct ListingReader: Sendable {
             // a directory's lookup then asks nothing (a directory of up to
             // 1,000 entries) or goes on from the second page.
             let page = try await store.list(prefix: prefix, pageToken: nil, maxResults: Listings.pageSize)
-            if configuration.ttl > .zero { state.withLock { $0.listings.keepProbe(of: prefix, page, readAt: started) } }
+            if configuration.ttl > .zero { cache.withLock { $0.keepProbe(of: prefix, page, readAt: started) } }
             return .success(page)
         } catch {
             return .failure(error)

@@ -51,7 +51,7 @@ extension Listings {
     /// What an opendir under a walk does next.
     enum WalkStep {
         /// Take this listing, or (nil) list on its own.
-        case done(ListingCache.Listing?)
+        case done(ListingCache.Kept?)
         /// Wait for the page this Task reads, then ask again.
         case wait(Task<Void, Never>)
     }
@@ -70,8 +70,8 @@ extension Listings {
             walks[root] = active
             return nil
         }
-        guard let before, before >= 1, !isListed, configuration.flatListing, let children = cache[parent]?.prefixes
-        else { return nil }
+        guard let before, before >= 1, !isListed, configuration.flatListing, let listing = cache[parent] else { return nil }
+        let children = Set(listing.directories.map { PathRules.listingPrefix(configuration.objectPrefix, $0) })
         if walks.count >= Self.walkLimit, let oldest = walks.min(by: { $0.value.id < $1.value.id })?.key {
             walks[oldest] = nil
         }
@@ -108,7 +108,8 @@ extension Listings {
     /// requests that follow. Returns whether the page showed that the
     /// server ignores offsets.
     mutating func pageRead(
-        _ request: WalkSchedule.Request, of root: String, walk id: UInt64, _ page: ObjectPage, readAt: Duration, launch: Launch
+        _ request: WalkSchedule.Request, of root: String, walk id: UInt64, _ page: ObjectPage, readAt: Duration, launch: Launch,
+        _ entries: inout MetadataCache.Entries
     ) -> Bool {
         // Taken out, so the schedule is changed in place, not copied.
         guard var active = walks.removeValue(forKey: root) else { return false }
@@ -120,7 +121,7 @@ extension Listings {
         let outcome = active.schedule.pageRead(request.range, page, readAt: readAt)
         if outcome.offsetsIgnored { offsetsIgnored = true }
         if outcome.ended { return outcome.offsetsIgnored }
-        for (listed, listing) in outcome.listings { keep(listed, listing) }
+        for (listed, listing) in outcome.listings { keep(listed, listing, &entries) }
         guard !active.schedule.finished else { return outcome.offsetsIgnored }
         Self.start(outcome.requests, of: root, &active, launch)
         walks[root] = active

@@ -1,10 +1,12 @@
 /// What the mount knows of its directories' listings: the listing cache
-/// (`ListingCache`), the first pages that lookups' probes read, and the
-/// subtrees being listed flat (`Listings+Walks.swift`).
+/// (`ListingCache`, names into the metadata cache's entries), the first
+/// pages that lookups' probes read, and the subtrees being listed flat
+/// (`Listings+Walks.swift`).
 ///
-/// A value in `FileSystem.State`, so a listing changes in the same critical
-/// section as the inodes and the stat cache, under the one state lock
-/// (nothing nests in it). It does no I/O and reads no clock: its events
+/// A part of `MetadataCache`: a listing and its entries' metadata change
+/// together (its events that keep or drop a listing take the entries, and
+/// pin or unpin them), under the one state lock (nothing nests in it). It
+/// does no I/O and reads no clock: its events
 /// take the time, and the page requests of a walk are made by `launch`, a
 /// closure of the owner's `ListingReader` (which reads the pages and feeds
 /// them back as `pageRead`), called in the same critical section as the
@@ -72,7 +74,7 @@ struct Listings: Sendable {
     var keeps: Bool { configuration.ttl > .zero }
 
     /// The listing of `listed` while it is younger than statTTL at `now`.
-    func fresh(_ listed: String, now: Duration) -> ListingCache.Listing? {
+    func fresh(_ listed: String, now: Duration) -> ListingCache.Kept? {
         cache[listed].flatMap { now - $0.readAt < configuration.ttl ? $0 : nil }
     }
 
@@ -89,7 +91,7 @@ struct Listings: Sendable {
     /// (taken: read once). Counts the opendir for the walks, which may
     /// start one (its root is returned, for the log).
     mutating func opening(_ listed: String, path: String, now: Duration, launch: Launch)
-        -> (cached: ListingCache.Listing?, head: Head?, walkStarted: String?)
+        -> (cached: ListingCache.Kept?, head: Head?, walkStarted: String?)
     {
         let cached = fresh(listed, now: now)
         var walkStarted: String?
@@ -101,62 +103,86 @@ struct Listings: Sendable {
         return (nil, head.flatMap { now - $0.readAt < configuration.ttl ? $0 : nil }, walkStarted)
     }
 
-    /// Keeps `listing` of `listed`, replacing what was kept.
-    mutating func keep(_ listed: String, _ listing: ListingCache.Listing) {
+    /// Keeps `listing` of `listed`, replacing what was kept: its entries'
+    /// metadata goes to `entries` (as fresh as the listing), its names to
+    /// the cache.
+    mutating func keep(_ listed: String, _ listing: ListingCache.Listing, _ entries: inout MetadataCache.Entries) {
         guard keeps else { return }
-        cache.store(listed, listing)
+        let path = mountPath(listed)
+        var kept = ListingCache.Kept(path: path, readAt: listing.readAt, completedAt: listing.completedAt)
+        let children = listing.children(under: listed, logger: nil, sorted: false)
+        // Only a listing the cache's budget takes pins its entries; a
+        // larger one still leaves them in the table (bounded by capacity).
+        entries.reserveCapacity(forMore: children.count)
+        for (name, node) in children {
+            let child = PathRules.join(path, name)
+            entries.insert(child, node, now: listing.readAt)
+            if case .directory = node { kept.directories.insert(child) } else { kept.files.insert(child) }
+        }
+        cache.store(listed, kept, &entries)
+    }
+
+    /// The mount path of the directory listed as `listed`.
+    func mountPath(_ listed: String) -> String {
+        let path = listed.dropFirst(configuration.objectPrefix.count)
+        return String(path.hasSuffix("/") ? path.dropLast() : path)
     }
 
     /// Keeps the complete listing of a lookup's probe for opendir, or its
     /// first page when there is more (opendir goes on from the second).
-    mutating func keepProbe(of listed: String, _ page: ListPage, readAt: Duration) {
+    mutating func keepProbe(of listed: String, _ page: ListPage, readAt: Duration, _ entries: inout MetadataCache.Entries) {
         guard keeps else { return }
         // Items without their metadata (v0 listings) are completed by
         // opendir (`withEntryMetadata`), which goes on from the head.
         if page.nextPageToken == nil && configuration.carryMetadata {
-            keep(listed, ListingCache.Listing(page, readAt: readAt))
+            keep(listed, ListingCache.Listing(page, readAt: readAt), &entries)
             return
         }
         if heads.count >= Self.headLimit, let any = heads.keys.first { heads[any] = nil }
         heads[listed] = Head(page: page, readAt: readAt)
     }
 
-    /// Applies `change` (for mount path `path`) to its directory's cached
-    /// listing, if one is kept, and stops the walks that would list that
-    /// directory from pages read before the change. O(1) in the
-    /// directory's size. Keeps cached listings true to this mount's own
-    /// changes, so that an `ls` right after `cp` shows the copy and a
-    /// lookup of a new name in a freshly listed directory needs no request.
-    mutating func amend(_ path: String, _ change: ListingCache.Change) {
+    /// A change this mount made to mount path `path` (now `node`, its entry
+    /// already in `entries`): its directory's cached listing, if one is
+    /// kept, names it so, and the walks that would list that directory
+    /// from pages read before the change stop. O(1) in the directory's
+    /// size. Keeps cached listings true to this mount's own changes, so
+    /// that an `ls` right after `cp` shows the copy and a lookup of a new
+    /// name in a freshly listed directory needs no request.
+    mutating func amend(_ path: String, _ node: MetadataCache.Node, _ entries: inout MetadataCache.Entries) {
         let listed = parentListed(path)
-        cache.amend(listed, object: configuration.objectPrefix + path, change)
+        cache.amend(listed, path: path, node, &entries)
         heads[listed] = nil
         if !walks.isEmpty { walks = walks.filter { !$0.value.schedule.contains(listed) } }
     }
 
+    /// What a read of the store found `path` to be (its entry already in
+    /// `entries`): its directory's cached listing names it so. Nothing
+    /// changed in the bucket because of it, so no walk stops.
+    mutating func restate(_ path: String, _ node: MetadataCache.Node, _ entries: inout MetadataCache.Entries) {
+        cache.amend(parentListed(path), path: path, node, &entries)
+    }
+
     /// A new object at mount path `path` (mknod, mkdir, symlink) goes into
     /// its directory's listing.
-    mutating func created(_ path: String, _ node: StatCache.Node, now: Duration) {
-        switch node {
-        case .file(let info): amend(path, .file(info))
-        case .directory(let placeholder):
-            amend(path, .directory(placeholder: placeholder))
+    mutating func created(_ path: String, _ node: MetadataCache.Node, now: Duration, _ entries: inout MetadataCache.Entries) {
+        amend(path, node, &entries)
+        if case .directory = node {
             // A new directory is empty: its listing is known.
-            keep(PathRules.listingPrefix(configuration.objectPrefix, path), ListingCache.Listing(readAt: now))
-        case .absent: break
+            keep(PathRules.listingPrefix(configuration.objectPrefix, path), ListingCache.Listing(readAt: now), &entries)
         }
     }
 
     /// `path` is gone: taken out of its directory's listing, and its own
     /// listing (a directory's) dropped; not its probe's first page.
-    mutating func removed(_ path: String) {
-        amend(path, .removed)
-        cache.remove(PathRules.listingPrefix(configuration.objectPrefix, path))
+    mutating func removed(_ path: String, _ entries: inout MetadataCache.Entries) {
+        amend(path, .absent, &entries)
+        cache.remove(PathRules.listingPrefix(configuration.objectPrefix, path), &entries)
     }
 
     /// Drops the cached listing of `listed` and its probe's first page.
-    mutating func forget(_ listed: String) {
-        cache.remove(listed)
+    mutating func forget(_ listed: String, _ entries: inout MetadataCache.Entries) {
+        cache.remove(listed, &entries)
         heads[listed] = nil
     }
 
@@ -165,28 +191,9 @@ struct Listings: Sendable {
 
     /// Drops every cached listing and first page; with `walks`, stops the
     /// walks too (their pages were read before what made the caller drop).
-    mutating func removeAll(walks dropWalks: Bool) {
-        cache.removeAll()
+    mutating func removeAll(walks dropWalks: Bool, _ entries: inout MetadataCache.Entries) {
+        cache.removeAll(&entries)
         heads.removeAll()
         if dropWalks { walks.removeAll() }
-    }
-
-    // MARK: - Questions
-
-    /// What a cached listing of `path`'s directory says `path` is: a
-    /// directory or a file while the listing is younger than statTTL, absent
-    /// while it is younger than the negative TTL (counted from its last
-    /// page); nil when no listing can tell. O(1) whatever the directory's
-    /// size (the stat cache may have evicted a name the listing holds).
-    func node(_ path: String, now: Duration) -> StatCache.Node? {
-        guard let listing = cache[parentListed(path)] else { return nil }
-        let object = configuration.objectPrefix + path
-        if let directory = listing.directory(object + "/") {
-            return now - listing.readAt < configuration.ttl ? directory : nil
-        }
-        if let item = listing.items[object] {
-            return now - listing.readAt < configuration.ttl ? .file(item) : nil
-        }
-        return now - listing.completedAt < configuration.negativeTTL ? .absent : nil
     }
 }

@@ -245,9 +245,6 @@ extension FileSystem {
 
     func noteUploaded(_ path: String, _ info: ObjectInfo) {
         let now = clock.now
-        state.withLock { s in
-            s.stats.insert(path, .file(info), now: now)
-            s.listings.amend(path, .file(info))
-        }
+        state.withLock { $0.metadata.apply(.patched(path, .file(info)), now: now) }
     }
 }

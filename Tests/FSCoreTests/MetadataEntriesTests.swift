@@ -2,15 +2,16 @@ import Foundation
 import Testing
 @testable import FSCore
 
-/// The stat cache: TTLs, placeholders kept, and eviction (earliest expiry
-/// first, O(1) per name).
-@Suite("stat cache") struct StatCacheTests {
+/// The metadata cache's table of entries: TTLs, placeholders kept,
+/// eviction (earliest expiry first, O(1) per name), and the entries kept
+/// listings pin.
+@Suite("metadata entries") struct MetadataEntriesTests {
     func info(_ name: String) -> ObjectInfo {
         ObjectInfo(name: name, size: 1, generation: 1, updated: Date(timeIntervalSince1970: 0))
     }
 
-    func cache(capacity: Int) -> StatCache {
-        StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: capacity)
+    func cache(capacity: Int) -> MetadataCache.Entries {
+        MetadataCache.Entries(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: capacity)
     }
 
     @Test func absentNamesExpireSoonerSoTheyGoFirst() {
@@ -61,7 +62,7 @@ import Testing
     @Test func aNameRemovedIsNotEvictedInPlaceOfAnother() {
         var cache = cache(capacity: 10)
         for i in 0..<10 { cache.insert("n\(i)", .file(info("n\(i)")), now: .milliseconds(i)) }
-        cache.invalidate("n0")
+        cache.remove("n0")
         cache.insert("n10", .file(info("n10")), now: .milliseconds(10))
         #expect(cache.count == 10, "a removal made room")
         cache.insert("n11", .file(info("n11")), now: .milliseconds(11))
@@ -90,7 +91,7 @@ import Testing
 
 
     @Test func entriesExpireAndAbsentUsesItsOwnTTL() {
-        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        var cache = MetadataCache.Entries(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
         cache.insert("f", .file(info("f")), now: .zero)
         cache.insert("g", .absent, now: .zero)
         #expect(cache.lookup("f", now: .seconds(9)) == .file(info("f")))
@@ -100,14 +101,14 @@ import Testing
     }
 
     @Test func aListingKeepsKnownPlaceholderMetadata() {
-        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        var cache = MetadataCache.Entries(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
         cache.insert("d", .directory(placeholder: info("d/")), now: .zero)
         cache.insert("d", .directory(placeholder: nil), now: .seconds(1))
         #expect(cache.lookup("d", now: .seconds(2)) == .directory(placeholder: info("d/")))
     }
 
     @Test func aListingReadBeforeAChangeKeepsTheNewerPlaceholder() {
-        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        var cache = MetadataCache.Entries(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
         var changed = info("d/")
         changed.metageneration += 1
         changed.customMetadata = [AttributeMapper.modeKey: "40700"]
@@ -121,7 +122,7 @@ import Testing
     }
 
     @Test func aChangeMadeHereReplacesThePlaceholderWhateverItsVersions() {
-        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        var cache = MetadataCache.Entries(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
         cache.insert("d", .directory(placeholder: info("d/")), now: .zero, source: .changedHere)
         // The store's answer to a chmod, without a metageneration (as
         // fake-gcs-server gives it): older by its versions, newer in fact.
@@ -133,9 +134,40 @@ import Testing
     }
 
     @Test func staysWithinCapacity() {
-        var cache = StatCache(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
+        var cache = MetadataCache.Entries(ttl: .seconds(10), negativeTTL: .seconds(2), capacity: 100)
         for i in 0..<1000 { cache.insert("n\(i)", .absent, now: .milliseconds(i)) }
         #expect(cache.count <= 100)
         #expect(cache.lookup("n999", now: .seconds(1)) == .absent, "the newest survive")
+    }
+
+    @Test func pinnedEntriesOutliveCapacityAndExpiryUntilUnpinned() {
+        var cache = cache(capacity: 10)
+        for i in 0..<5 {
+            cache.insert("listed\(i)", .file(info("listed\(i)")), now: .zero)
+            cache.pin("listed\(i)")
+        }
+        #expect(cache.pinnedCount == 5)
+        // Ten more names, and time past every TTL: the pinned five stay
+        // (not counted against capacity), stale but there for their listing.
+        for i in 0..<10 { cache.insert("n\(i)", .file(info("n\(i)")), now: .seconds(20) + .milliseconds(i)) }
+        #expect(cache.count == 15)
+        #expect(cache.lookup("listed0", now: .seconds(21)) == nil, "expired for a stat")
+        #expect(cache.stored("listed0") == .file(info("listed0")), "kept for the listing")
+        for i in 0..<5 { cache.unpin("listed\(i)") }
+        #expect(cache.pinnedCount == 0)
+        cache.insert("next", .absent, now: .seconds(21))
+        #expect(cache.stored("listed0") == nil && cache.count <= 10, "unpinned: evicted like any other")
+    }
+
+    @Test func aPinnedEntryRemovedLeavesNoPinBehind() {
+        var cache = cache(capacity: 10)
+        cache.insert("d/a", .file(info("d/a")), now: .zero)
+        cache.pin("d/a")
+        cache.insert("d/b", .file(info("d/b")), now: .zero)
+        cache.pin("d/b")
+        cache.remove(tree: "d")
+        #expect(cache.count == 0 && cache.pinnedCount == 0)
+        cache.unpin("d/a")
+        #expect(cache.pinnedCount == 0)
     }
 }

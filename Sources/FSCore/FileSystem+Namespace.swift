@@ -143,7 +143,7 @@ extension FileSystem {
         let local = state.withLock { s in
             s.staged.contains { inode, staged in
                 guard let p = s.inodes[inode]?.path else { return false }
-                return p.hasPrefix(below) && !staged.state(in: s).isUnlinked
+                return p.hasPrefix(below) && staged.state(in: s).visibility != .hidden
             }
         }
         if local { return true }

@@ -133,7 +133,7 @@ extension FileSystem {
             // The copy exists: report, leaving both names in the bucket.
             throw failure(error, during: .delete, "delete after copy", source)
         }
-        staged?.renamed(to: copied)
+        let afterRename = staged?.renamed(to: copied) ?? []
         let now = clock.now
         state.withLock { s in
             s.inodes.rename(from: source, to: target)
@@ -142,7 +142,7 @@ extension FileSystem {
             s.listings.amend(source, .removed)
             s.listings.amend(target, .file(copied))
         }
-        if let staged, let inode, staged.isJournaled { writeJournal(staged, inode: inode) }
+        if let staged, let inode { perform(afterRename, staged, inode: inode) }
     }
 
     private func renameDirectory(_ source: String, to target: String, replacing targetNode: StatCache.Node) async throws(FSError) {
@@ -176,9 +176,10 @@ extension FileSystem {
             _ = try? await store.delete(placeholder.name, ifGenerationMatch: placeholder.generation)
         }
         let renamed = Dictionary(uniqueKeysWithValues: copies.map { ($0.0.name, $0.1) })
+        var afterRename: [(UInt64, StagedFile, [WriteBack.Action])] = []
         for (inode, staged) in pending {
             if let path = state.withLock({ $0.inodes[inode]?.path }), let copied = renamed[objectName(path)] {
-                staged.renamed(to: copied)
+                afterRename.append((inode, staged, staged.renamed(to: copied)))
             }
         }
         state.withLock { s in
@@ -187,7 +188,7 @@ extension FileSystem {
             s.stats.invalidate(tree: target)
             s.listings.removeAll(walks: true)
         }
-        for (inode, staged) in pending where staged.isJournaled { writeJournal(staged, inode: inode) }
+        for (inode, staged, actions) in afterRename { perform(actions, staged, inode: inode) }
     }
 
     /// Descriptors open for reading follow a renamed file, as on a local

@@ -100,7 +100,7 @@ struct DirectoryHandle: Sendable {
         for (record, staged) in here {
             let name = String(record.path.dropFirst(directory.isEmpty ? 0 : directory.count + 1))
             let file = staged.state(in: s)
-            if file.isUnlinked {
+            if file.visibility == .hidden {
                 byName[name] = nil
             } else {
                 byName[name] = (.file(file.view(objectName: objectPrefix + record.path)), true)

@@ -57,9 +57,8 @@ final class StagedFile: Sendable {
         var streamSend: Task<Result<Void, StoreError>, Never>?
 
         var dirty: Bool { writeBack.dirty }
-        var isUnlinked: Bool { writeBack.name == .unlinked }
-        /// Live: neither unlinked nor retired (getattr shows its staged view).
-        var isLive: Bool { writeBack.name == .live }
+        /// What the mount shows under the file's name.
+        var visibility: WriteBack.Visibility { writeBack.visibility }
 
         /// The state of a discarded file: retired and empty, so that an
         /// event arriving after the discard (a send or fetch ending) finds
@@ -164,8 +163,7 @@ final class StagedFile: Sendable {
         withState { $0.writeBack.uploadFailed(version) }
     }
 
-    var isLive: Bool { withState { $0.isLive } }
-    var isJournaled: Bool { withState { $0.writeBack.journaled } }
+    var visibility: WriteBack.Visibility { withState { $0.visibility } }
 
     /// Applies a change that is to ride along with the coming upload, if
     /// there is one: only while the file is dirty and not retired (else
@@ -204,9 +202,13 @@ final class StagedFile: Sendable {
     }
 
     /// The object was copied to a new name (rename): the copy is the new
-    /// base. The caller made the content local first (`fetchAll`).
-    func renamed(to copy: ObjectInfo) {
-        adoptBase(copy) { _ in }
+    /// base. The caller made the content local first (`fetchAll`), and
+    /// performs the returned actions once the inode has its new name (the
+    /// journal is rewritten for it).
+    func renamed(to copy: ObjectInfo) -> [WriteBack.Action] {
+        var actions: [WriteBack.Action] = []
+        adoptBase(copy) { s in actions = s.writeBack.renamed() }
+        return actions
     }
 
     /// `info` is the new base, and the local file holds all of its bytes.

@@ -15,18 +15,12 @@
 /// - the streamed upload of a file written in order: when it starts, what
 ///   it sends, when it is abandoned, and that the close takes it over.
 ///
-/// The phases a person sees (`bucketfs status`, the design note's diagram):
-///
-/// | phase     | means                                         | left by                              |
-/// |-----------|-----------------------------------------------|--------------------------------------|
-/// | clean     | the bucket holds every byte                   | a write, truncate or attribute change → dirty |
-/// | dirty     | unsaved changes                               | flush/fsync/last release → uploading; unlink → unlinked |
-/// | uploading | one upload of a snapshot version in flight    | stored → clean (or dirty if written meanwhile); failed → failed |
-/// | failed    | the last attempt failed; bytes in recovery    | a new change → dirty; flush → uploading |
-/// | unlinked  | the name was unlinked or renamed over         | a failed unlink → back; last release → retired |
-/// | retired   | last handle gone, local copy deleted (final)  | —                                    |
-struct WriteBack: Sendable, Equatable {
-    enum Name: Sendable, Equatable {
+/// The phases a person sees (`bucketfs status`, the design note's
+/// diagram) and what moves a file between them are `transitions`, the
+/// machine's own table; `WriteBackTransitionTests` explores the machine to
+/// check it and checks docs/architecture.md's table against it.
+struct WriteBack: Sendable, Hashable {
+    enum Name: Sendable, Hashable {
         /// Bound to its name: changes are uploaded there.
         case live
         /// Unlinked, or replaced by a rename: never uploaded again (unless
@@ -36,12 +30,87 @@ struct WriteBack: Sendable, Equatable {
         case retired
     }
 
-    enum Phase: String, Sendable, Equatable {
-        case clean, dirty, uploading, failed, unlinked, retired
+    enum Phase: String, Sendable, Hashable, CaseIterable {
+        /// The bucket holds every byte.
+        case clean
+        /// Unsaved changes.
+        case dirty
+        /// One upload of a snapshot version in flight.
+        case uploading
+        /// The last attempt failed; its bytes are in the recovery folder.
+        case failed
+        /// The name was unlinked or renamed over: nothing is uploaded.
+        case unlinked
+        /// Last handle gone, local copy deleted (final).
+        case retired
     }
 
+    /// What the mount shows under the file's name: the one question code
+    /// outside `WriteBack/` asks of a staged file.
+    enum Visibility: Sendable, Equatable {
+        /// The name shows this file: stat, getxattr, lookups and listings
+        /// show its staged view. `unsaved`: it holds changes the bucket
+        /// lacks (a metadata change rides along with the coming upload).
+        case shown(unsaved: Bool)
+        /// The name is not this file's (unlinked, renamed over, retired):
+        /// it shows what the bucket holds.
+        case hidden
+    }
+
+    /// The events that move a file between phases, as the transition
+    /// table names them.
+    enum EventName: String, Sendable, Hashable, CaseIterable {
+        case created, wrote, truncated, rideAlong, uploadRequested, uploadStored, uploadEnded, unlink, relink, retire
+    }
+
+    /// One row of the transition table: `event` in phase `from` can leave
+    /// the file in phase `to`.
+    struct Transition: Sendable, Hashable {
+        let from: Phase
+        let event: EventName
+        let to: Phase
+        let note: String
+        init(_ from: Phase, _ event: EventName, _ to: Phase, _ note: String) {
+            self.from = from
+            self.event = event
+            self.to = to
+            self.note = note
+        }
+    }
+
+    /// Every change of phase the machine makes (a file starts clean; events
+    /// not listed leave the phase as it is). docs/architecture.md shows
+    /// this table; the tests check both against the machine.
+    static let transitions: [Transition] = [
+        Transition(.clean, .created, .dirty, "create: the file must reach the bucket even if nothing is written"),
+        Transition(.clean, .wrote, .dirty, "a write"),
+        Transition(.clean, .truncated, .dirty, "a truncate to another size"),
+        Transition(.clean, .wrote, .uploading, "a write after an upload stored every byte, before its uploader is done"),
+        Transition(.clean, .truncated, .uploading, "a truncate after an upload stored every byte, before its uploader is done"),
+        Transition(.clean, .unlink, .unlinked, "unlink, or renamed over"),
+        Transition(.clean, .retire, .retired, "last release: the local copy is deleted"),
+        Transition(.dirty, .uploadRequested, .uploading, "close, fsync, last release, rename, unmount"),
+        Transition(.dirty, .unlink, .unlinked, "unlink, or renamed over"),
+        Transition(.uploading, .uploadStored, .clean, "stored, nothing written meanwhile"),
+        Transition(.uploading, .uploadEnded, .dirty, "the uploader is done; written meanwhile"),
+        Transition(.uploading, .uploadEnded, .failed, "the uploader is done; failed past --upload-retry-time, or a 4xx"),
+        Transition(.uploading, .unlink, .unlinked, "unlink, or renamed over (the unlink waits for the upload)"),
+        Transition(.uploading, .retire, .retired, "last release after the upload failed, before its uploader is done"),
+        Transition(.failed, .wrote, .dirty, "a new change"),
+        Transition(.failed, .truncated, .dirty, "a new change"),
+        Transition(.failed, .rideAlong, .dirty, "a new change (chmod, utimens, xattr: they ride along only while there are unsaved changes)"),
+        Transition(.failed, .uploadRequested, .uploading, "close, fsync, rename, unmount try again"),
+        Transition(.failed, .unlink, .unlinked, "unlink, or renamed over"),
+        Transition(.failed, .retire, .retired, "last release: the recovery folder has the bytes"),
+        Transition(.unlinked, .relink, .clean, "the delete or rename failed: back where it was"),
+        Transition(.unlinked, .relink, .dirty, "the delete or rename failed: back where it was"),
+        Transition(.unlinked, .relink, .uploading, "the delete or rename failed: back where it was"),
+        Transition(.unlinked, .relink, .failed, "the delete or rename failed: back where it was"),
+        Transition(.unlinked, .retire, .retired, "last release: nothing uploaded"),
+    ]
+
     /// The upload started while the file is written in order.
-    enum Stream: Sendable, Equatable {
+    enum Stream: Sendable, Hashable {
         case none
         /// Its start request is in flight; `current`: nothing has happened
         /// since that makes the session useless (a truncation, a write out
@@ -135,6 +204,8 @@ struct WriteBack: Sendable, Equatable {
             return failedVersion == version ? .failed : .dirty
         }
     }
+
+    var visibility: Visibility { name == .live ? .shown(unsaved: dirty) : .hidden }
 
     /// Unsaved writes for the file's name (what the recovery retrier must
     /// not overwrite).
@@ -266,6 +337,12 @@ struct WriteBack: Sendable, Equatable {
     /// The delete or rename failed: the name is the file's again.
     mutating func relink() {
         if name == .unlinked { name = .live }
+    }
+
+    /// The file's name changed (rename): a journal written for the old
+    /// name is rewritten for the new one.
+    mutating func renamed() -> [Action] {
+        journaled ? [.writeJournal] : []
     }
 
     // MARK: - The stream

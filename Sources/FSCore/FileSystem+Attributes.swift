@@ -53,15 +53,15 @@ extension FileSystem {
         // A staged file whose last release is uploading it takes the change
         // into another upload; one retired meanwhile does not.
         if let staged = state.withLock({ $0.staged[inode] }),
-           try await staged.truncate(to: size, now: Timestamp(Date()), launch: launcher(staged, inode: inode)) {
+           try await writeBack.truncate(staged, inode: inode, to: size) {
             return
         }
         let info = try await currentInfo(path)
         guard info.size != size else { return }
-        let staged = try makeStagedFile(path: path, base: info, truncated: size == 0)
-        defer { discard(staged) }
-        try await staged.truncate(to: size, now: Timestamp(Date()), launch: launcher(staged, inode: inode))
-        try await upload(staged, inode: inode, reason: "truncate")
+        let staged = try writeBack.makeStagedFile(path: path, base: info, truncated: size == 0)
+        defer { writeBack.discard(staged) }
+        try await writeBack.truncate(staged, inode: inode, to: size)
+        try await writeBack.upload(staged, inode: inode, reason: "truncate")
     }
 
     static func metadataKeys(_ changes: AttributeChanges) -> [String: String] {

@@ -34,7 +34,7 @@ extension FileSystem {
         }
         let info = try await currentInfo(file.path)
         if writing {
-            let staged = try makeStagedFile(path: file.path, base: info, truncated: flags & O_TRUNC != 0)
+            let staged = try writeBack.makeStagedFile(path: file.path, base: info, truncated: flags & O_TRUNC != 0)
             guard let reply = try await attach(inode, staged, fresh: true, writable: true, truncate: flags & O_TRUNC != 0) else {
                 throw FSError(.ioError, "open of \(file.path): a new staged file was refused")
             }
@@ -96,10 +96,10 @@ extension FileSystem {
             return (newHandle(OpenFile(inode: inode, reader: nil, writable: writable), &s, keepCache: false), staged)
         }
         guard let (reply, staged) = attached else { return nil }
-        if fresh, staged !== candidate { discard(candidate) }
+        if fresh, staged !== candidate { writeBack.discard(candidate) }
         if truncate {
             do {
-                try await staged.truncate(to: 0, now: Timestamp(Date()), launch: launcher(staged, inode: inode))
+                try await writeBack.truncate(staged, inode: inode, to: 0)
             } catch {
                 try? await release(inode, handle: reply.handle)
                 throw error
@@ -157,7 +157,7 @@ extension FileSystem {
         guard file.writable, let staged else { throw FSError(.badHandle, "handle \(handle) is not open for writing") }
         guard offset >= 0 else { throw FSError(.invalid, "write at \(offset)") }
         guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(.tooLarge, "write past 5 TiB") }
-        try await write(data, at: offset, to: staged, inode: inode)
+        try await writeBack.write(data, at: offset, to: staged, inode: inode)
         FileSystemMetrics.writtenBytes.increment(by: Int64(data.count))
         return data.count
     }
@@ -169,7 +169,7 @@ extension FileSystem {
     /// not upload another handle's writes).
     public func flush(_ inode: UInt64, handle: UInt64, pid: Int32) async throws(FSError) {
         guard let (file, staged) = openFile(handle), file.writable, let staged else { return }
-        try await closed(staged, inode: inode, pid: pid)
+        try await writeBack.closed(staged, inode: inode, pid: pid)
     }
 
     /// Every close uploads (no process to ask about its other descriptors).
@@ -179,7 +179,7 @@ extension FileSystem {
 
     public func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError) {
         guard let staged = openFile(handle)?.1 else { return }
-        try await upload(staged, inode: inode, reason: "fsync", interruptible: true)
+        try await writeBack.upload(staged, inode: inode, reason: "fsync", interruptible: true)
     }
 
     /// The last close of a file descriptor: its handle goes; one attached
@@ -194,7 +194,7 @@ extension FileSystem {
         file.reader?.close()
         // Only handles attached to the staged file (those without a reader
         // of their own) count among its handles.
-        if let staged, file.reader == nil { await released(staged, inode: inode) }
+        if let staged, file.reader == nil { await writeBack.released(staged, inode: inode) }
         state.withLock { s in
             s.inodes.unpin(file.inode)
             s.inodes.checkInvariants()

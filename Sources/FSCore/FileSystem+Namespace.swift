@@ -33,7 +33,7 @@ extension FileSystem {
     /// (`keepOpenContent`).
     public func unlink(parent: UInt64, name: String) async throws(FSError) {
         let path = try existingEntryPath(parent: parent, name: name, "unlink")
-        let (kind, staged) = await unlinkName(path)
+        let (kind, staged) = await writeBack.unlinkName(path)
         if kind == .directory { throw FSError(.isDirectory, "unlink of directory \(path)") }
         try await deleteUnlinked(path, parent: parent, staged: staged)
     }
@@ -60,7 +60,7 @@ extension FileSystem {
         var kept = staged
         do {
             if generation == nil { generation = try await store.stat(objectName(path)).generation }
-            if let generation { kept = try await keepOpenContent(of: path, staged: staged, generation: generation) }
+            if let generation { kept = try await writeBack.keepOpenContent(of: path, staged: staged, generation: generation) }
             try await store.delete(objectName(path), ifGenerationMatch: generation)
         } catch .notFound {
             logger.debug("unlink: already gone", metadata: ["object": "\(objectName(path))"])

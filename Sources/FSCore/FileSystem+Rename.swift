@@ -33,7 +33,7 @@ extension FileSystem {
         // A file being written under the target name is being replaced:
         // no upload of it starts any more, and one under way (a release's)
         // ends before the target's generation is taken as precondition.
-        let replaced = await unlinkName(target).staged
+        let replaced = await writeBack.unlinkName(target).staged
         do {
             try await rename(source, sourceNode, sourceKind, to: target, flags: flags)
         } catch {
@@ -107,7 +107,7 @@ extension FileSystem {
         if let staged, let inode {
             // The copy must carry the written bytes, and later uploads go
             // to the new name, so the whole content has to be local.
-            try await upload(staged, inode: inode, reason: "rename")
+            try await writeBack.upload(staged, inode: inode, reason: "rename")
             try await staged.fetchAll()
         }
         let info = try await currentInfo(source)
@@ -133,7 +133,7 @@ extension FileSystem {
             // The copy exists: report, leaving both names in the bucket.
             throw failure(error, during: .delete, "delete after copy", source)
         }
-        let afterRename = staged?.renamed(to: copied) ?? []
+        let afterRename = staged.map { writeBack.renamed($0, to: copied) } ?? []
         let now = clock.now
         state.withLock { s in
             s.inodes.rename(from: source, to: target)
@@ -142,7 +142,7 @@ extension FileSystem {
             s.listings.amend(source, .removed)
             s.listings.amend(target, .file(copied))
         }
-        if let staged, let inode { perform(afterRename, staged, inode: inode) }
+        if let staged, let inode { writeBack.perform(afterRename, staged, inode: inode) }
     }
 
     private func renameDirectory(_ source: String, to target: String, replacing targetNode: StatCache.Node) async throws(FSError) {
@@ -152,7 +152,7 @@ extension FileSystem {
             s.staged.compactMap { inode, staged in (s.inodes[inode]?.path.hasPrefix(below) ?? false) ? (inode, staged) : nil }
         }
         for (inode, staged) in pending {
-            try await upload(staged, inode: inode, reason: "rename of \(source)")
+            try await writeBack.upload(staged, inode: inode, reason: "rename of \(source)")
             try await staged.fetchAll()
         }
         let objects = try await listingReader.objectsBelow(source)
@@ -179,7 +179,7 @@ extension FileSystem {
         var afterRename: [(UInt64, StagedFile, [WriteBack.Action])] = []
         for (inode, staged) in pending {
             if let path = state.withLock({ $0.inodes[inode]?.path }), let copied = renamed[objectName(path)] {
-                afterRename.append((inode, staged, staged.renamed(to: copied)))
+                afterRename.append((inode, staged, writeBack.renamed(staged, to: copied)))
             }
         }
         state.withLock { s in
@@ -188,7 +188,7 @@ extension FileSystem {
             s.stats.invalidate(tree: target)
             s.listings.removeAll(walks: true)
         }
-        for (inode, staged, actions) in afterRename { perform(actions, staged, inode: inode) }
+        for (inode, staged, actions) in afterRename { writeBack.perform(actions, staged, inode: inode) }
     }
 
     /// Descriptors open for reading follow a renamed file, as on a local

@@ -10,18 +10,18 @@ import Glibc
 /// blocks), what the next upload sends besides the bytes, and its
 /// lifecycle (dirty or clean, uploads, handles, the name, the journal, the
 /// stream), the `WriteBack` machine. Every event goes through the methods
-/// here. The uploads and streams the machine asks for are run by
-/// `FileSystem`'s write-back executor.
+/// here. The uploads and streams the machine asks for are run by the
+/// write-back executor, `WriteBackStore`.
 ///
-/// The state lives in `FileSystem.State.stagedStates`, under the file
-/// system's one lock, so an unlink or rename changes the inode table and
+/// The state lives in the registry (`StagedFiles`, `FileSystem.State.staged`),
+/// under the file system's one lock, so an unlink or rename changes the inode table and
 /// the write-back state in one critical section and no lock nests in
 /// another (docs/architecture.md#lock-order). Code already holding that
 /// lock passes its state in (`withState(in:)`); the rest goes through
 /// `withState`. Once discarded, the file's state is gone from there and
 /// every later event sees a retired, empty file (`State.gone`).
 final class StagedFile: Sendable {
-    /// Its key in `FileSystem.State.stagedStates` (and its local file's name).
+    /// Its key in the registry, `StagedFiles` (and its local file's name).
     let id: UInt64
     let content: StagedContent
     let logger: Logger
@@ -84,8 +84,9 @@ final class StagedFile: Sendable {
         }
     }
 
-    /// Registers the new file's state in `s` (the caller holds `lock`'s
-    /// value: `FileSystem.makeStagedFile` allocates the id under it).
+    /// Registers the new file and its state in `s` (the caller holds
+    /// `lock`'s value: `WriteBackStore.makeStagedFile` allocates the id
+    /// under it), attached to no inode yet.
     init(
         id: UInt64, lock: OrderedLock<FileSystem.State>, in s: inout FileSystem.State,
         file: LocalFile, base: ObjectInfo?, baseReader: FileReader?, blockSize: Int64, streamChunk: Int64, now: Timestamp,
@@ -96,10 +97,10 @@ final class StagedFile: Sendable {
         self.content = StagedContent(file: file, blockSize: blockSize, baseReader: baseReader, baseSize: base?.size ?? 0)
         self.logger = logger
         let size = base?.size ?? 0
-        s.stagedStates[id] = State(
+        s.staged.register(self, State(
             base: base, size: size,
             modificationTime: base.map(AttributeMapper.modificationTime) ?? now,
-            writeBack: WriteBack(streamChunk: streamChunk, emptyAtStart: size == 0))
+            writeBack: WriteBack(streamChunk: streamChunk, emptyAtStart: size == 0)))
     }
 
     /// Runs `body` on this file's state under the file system's lock.
@@ -110,14 +111,14 @@ final class StagedFile: Sendable {
     /// Runs `body` on this file's state, for a caller that holds the file
     /// system's lock (`s` is its value).
     func withState<R>(in s: inout FileSystem.State, _ body: (inout State) -> R) -> R {
-        if s.stagedStates[id] != nil { return body(&s.stagedStates[id]!) }
+        if let result = s.staged.withState(id, body) { return result }
         var gone = State.gone
         return body(&gone)
     }
 
     /// This file's state as `s` (the file system's, locked) holds it.
     func state(in s: borrowing FileSystem.State) -> State {
-        s.stagedStates[id] ?? .gone
+        s.staged.state(id) ?? .gone
     }
 
     var size: Int64 { withState { $0.size } }
@@ -396,7 +397,7 @@ final class StagedFile: Sendable {
     /// Takes the state out of the file system's (the file is discarded):
     /// what it held (the base's reader, the stream) is the caller's to end.
     func unregister() -> State? {
-        lock.withLock { $0.stagedStates.removeValue(forKey: id) }
+        lock.withLock { $0.staged.remove(id) }
     }
 
     var current: State { withState { $0 } }
@@ -415,7 +416,7 @@ final class StagedFile: Sendable {
 
     var stored: Stored {
         lock.withLock { s in
-            guard let state = s.stagedStates[id] else { return .unknown }
+            guard let state = s.staged.state(id) else { return .unknown }
             return state.base.map(Stored.object) ?? .never
         }
     }

@@ -40,7 +40,7 @@ struct TakenStream: Sendable {
     let sendFailed: Bool
 }
 
-extension FileSystem {
+extension WriteBackStore {
     /// Launches, under the file's lock, the machine's actions that must be
     /// there (see `StagedFile.transition`): the stream's start and sends,
     /// whose Tasks an upload must find to wait for, and the abandon, which

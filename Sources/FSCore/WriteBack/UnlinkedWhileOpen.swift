@@ -9,7 +9,7 @@ import Foundation
 /// itself, move onto a staged copy of the generation they pinned. The
 /// staged file is marked unlinked by the caller, so it is never uploaded;
 /// the last release deletes it.
-extension FileSystem {
+extension WriteBackStore {
     /// The name `path` is going away (unlink, or a rename over it): its
     /// staged file, found and unlinked in one critical section, uploads
     /// nothing from now on; an upload already under way (a release's) is

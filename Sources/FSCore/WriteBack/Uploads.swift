@@ -3,13 +3,13 @@ import Foundation
 import Glibc
 #endif
 
-/// The write-back executor: what a writable handle's write, close and
-/// release, an fsync, a rename and the unmount call to change and store a
-/// staged file, the uploads it runs, and what a failed upload leaves (the
-/// recovery folder, a log line, the errno). When an upload starts, who
-/// waits and when a file is discarded are the `WriteBack` machine's calls;
-/// the stream's side is `Stream.swift`.
-extension FileSystem {
+/// The executor's handle events and uploads: what a writable handle's
+/// write, close and release, an fsync, a truncate, a rename and the unmount
+/// call to change and store a staged file, the uploads it runs, and what a
+/// failed upload leaves (the recovery folder, a log line, the errno). When
+/// an upload starts, who waits and when a file is discarded are the
+/// `WriteBack` machine's calls; the stream's side is `Stream.swift`.
+extension WriteBackStore {
     // MARK: - Handle events
 
     /// A write through a writable handle: the bytes go to the staged file;
@@ -71,7 +71,7 @@ extension FileSystem {
     }
 
     /// Uploads every dirty file (unmount, SIGTERM); returns how many failed.
-    public func flushAll() async -> Int {
+    func flushAll() async -> Int {
         let all = state.withLock { Array($0.staged) }
         var failed = 0
         for (inode, staged) in all where staged.isDirty {
@@ -82,6 +82,20 @@ extension FileSystem {
             }
         }
         return failed
+    }
+
+    /// Sets the size of `staged` (see `StagedFile.truncate`); false if it
+    /// was retired meanwhile (the change must go to the object).
+    @discardableResult
+    func truncate(_ staged: StagedFile, inode: UInt64, to size: Int64) async throws(FSError) -> Bool {
+        try await staged.truncate(to: size, now: Timestamp(Date()), launch: launcher(staged, inode: inode))
+    }
+
+    /// The file's name changed to the copy `copy` (a rename): its new base.
+    /// Returns what to perform once the inode has its new name
+    /// (`perform`: the journal is rewritten for it).
+    func renamed(_ staged: StagedFile, to copy: ObjectInfo) -> [WriteBack.Action] {
+        staged.renamed(to: copy)
     }
 
     // MARK: - Upload
@@ -143,7 +157,7 @@ extension FileSystem {
         // Only while the name is still this file's: an upload that ends
         // after the name was unlinked or renamed over must not bring its
         // old attributes back under that name.
-        if state.withLock({ $0.inodes.inode(forPath: path) == inode }) { noteUploaded(path, info) }
+        if state.withLock({ $0.inodes.inode(forPath: path) == inode }) { served?.noteUploaded(path, info) }
         logger.debug("uploaded", metadata: ["object": "\(name)", "size": "\(info.size)", "generation": "\(info.generation)", "on": "\(reason)"])
         return .success(())
     }
@@ -198,7 +212,7 @@ extension FileSystem {
             "background retries": "\(retried ? "yes, while mounted" : "no (\(notRetried ?? "no recovery entry"))")",
         ])
         if retried { retrier?.track([name]) }
-        if case .preconditionFailed = error { await forgetReplaced(path, pages: true) }
+        if case .preconditionFailed = error { await served?.forgetReplaced(path, pages: true) }
         return failure
     }
 
@@ -216,38 +230,6 @@ extension FileSystem {
             try RecoveryFolder.write(entry, to: staged.journalPath)
         } catch {
             logger.warning("cannot write the journal of a staged file", metadata: ["path": "\(staged.journalPath)", "cause": "\(error)"])
-        }
-    }
-
-    /// Deletes a staged file: its state, stream, local copy and journal.
-    func discard(_ staged: StagedFile) {
-        if let stream = staged.unregister()?.stream { Task { await stream.put.abandon() } }
-        staged.content.delete(journal: staged.journalPath)
-    }
-
-    /// Whether a file of this mount holds unsaved writes for `object`.
-    func isBeingWritten(_ object: String) -> Bool {
-        guard object.hasPrefix(objectPrefix) else { return false }
-        let path = String(object.dropFirst(objectPrefix.count))
-        return state.withLock { s in
-            guard let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode] else { return false }
-            return staged.state(in: s).writeBack.holdsUnsavedWrites
-        }
-    }
-
-    // MARK: - What the mount shows
-
-    /// A recovery entry was uploaded in the background: the mount shows it.
-    func noteRecovered(_ object: String, _ info: ObjectInfo) {
-        guard object.hasPrefix(objectPrefix) else { return }
-        noteUploaded(String(object.dropFirst(objectPrefix.count)), info)
-    }
-
-    func noteUploaded(_ path: String, _ info: ObjectInfo) {
-        let now = clock.now
-        state.withLock { s in
-            s.stats.insert(path, .file(info), now: now)
-            s.listings.amend(path, .file(info))
         }
     }
 }

@@ -1,6 +1,6 @@
 /// The write-back lifecycle of one staged file, as a value-type state
 /// machine: its owner (`StagedFile`, under the file system's lock) feeds it each event and
-/// the executor (`FileSystem`'s write-back extensions) performs the actions
+/// the executor (`WriteBackStore`) performs the actions
 /// it returns. No I/O, no Task and no clock in here, so the races of the
 /// write path are table tests of this type (`WriteBackTests`).
 ///

@@ -85,7 +85,7 @@ extension FileSystem {
             let view = staged.view(objectName: object)
             try check(view)
             try ExtendedAttributeRules.checkTotal(patch, on: view.customMetadata)
-            if staged.takeAlong(patch) { return staged.view(objectName: object) }
+            if writeBack.takeAlong(staged, patch) { return staged.view(objectName: object) }
         }
         var current = try await attributeCarrier(of: inode, record)
         for attempt in 1...2 {

@@ -90,7 +90,7 @@ extension FileSystem {
             guard s.inodes[inode] != nil else { throw FSError(.notFound, "inode \(inode) forgotten during open") }
             // A registered file is never retired (retiring unregisters it).
             let staged = s.staged[inode] ?? candidate
-            guard staged.attach(new: fresh || staged !== candidate, in: &s) else { return nil }
+            guard writeBack.handle(.attach(new: fresh || staged !== candidate), of: staged, in: &s) == .accepted(true) else { return nil }
             s.staged[inode] = staged
             // The kernel's cached pages may predate writes: drop them.
             return (newHandle(OpenFile(inode: inode, reader: nil, writable: writable), &s, keepCache: false), staged)
@@ -99,7 +99,7 @@ extension FileSystem {
         if fresh, staged !== candidate { writeBack.discard(candidate) }
         if truncate {
             do {
-                try await writeBack.truncate(staged, inode: inode, to: 0)
+                try await writeBack.truncate(staged, to: 0)
             } catch {
                 try? await release(inode, handle: reply.handle)
                 throw error
@@ -157,7 +157,7 @@ extension FileSystem {
         guard file.writable, let staged else { throw FSError(.badHandle, "handle \(handle) is not open for writing") }
         guard offset >= 0 else { throw FSError(.invalid, "write at \(offset)") }
         guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(.tooLarge, "write past 5 TiB") }
-        try await writeBack.write(data, at: offset, to: staged, inode: inode)
+        try await writeBack.write(data, at: offset, to: staged)
         FileSystemMetrics.writtenBytes.increment(by: Int64(data.count))
         return data.count
     }

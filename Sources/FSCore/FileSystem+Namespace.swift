@@ -66,7 +66,7 @@ extension FileSystem {
             logger.debug("unlink: already gone", metadata: ["object": "\(objectName(path))"])
         } catch {
             state.withLock { $0.stats.invalidate(path) }
-            kept?.relink()
+            writeBack.relink(kept)
             throw failure(error, during: .delete, "delete", path)
         }
         touchDirectories(parent)

@@ -37,7 +37,7 @@ extension FileSystem {
         do {
             try await rename(source, sourceNode, sourceKind, to: target, flags: flags)
         } catch {
-            replaced?.relink()
+            writeBack.relink(replaced)
             throw error
         }
         touchDirectories(parent, newParent)
@@ -133,7 +133,7 @@ extension FileSystem {
             // The copy exists: report, leaving both names in the bucket.
             throw failure(error, during: .delete, "delete after copy", source)
         }
-        let afterRename = staged.map { writeBack.renamed($0, to: copied) } ?? []
+        staged?.adoptBase(copied)
         let now = clock.now
         state.withLock { s in
             s.inodes.rename(from: source, to: target)
@@ -142,7 +142,7 @@ extension FileSystem {
             s.listings.amend(source, .removed)
             s.listings.amend(target, .file(copied))
         }
-        if let staged, let inode { writeBack.perform(afterRename, staged, inode: inode) }
+        if let staged { writeBack.renamed(staged) }
     }
 
     private func renameDirectory(_ source: String, to target: String, replacing targetNode: StatCache.Node) async throws(FSError) {
@@ -176,10 +176,9 @@ extension FileSystem {
             _ = try? await store.delete(placeholder.name, ifGenerationMatch: placeholder.generation)
         }
         let renamed = Dictionary(uniqueKeysWithValues: copies.map { ($0.0.name, $0.1) })
-        var afterRename: [(UInt64, StagedFile, [WriteBack.Action])] = []
         for (inode, staged) in pending {
             if let path = state.withLock({ $0.inodes[inode]?.path }), let copied = renamed[objectName(path)] {
-                afterRename.append((inode, staged, writeBack.renamed(staged, to: copied)))
+                staged.adoptBase(copied)
             }
         }
         state.withLock { s in
@@ -188,7 +187,7 @@ extension FileSystem {
             s.stats.invalidate(tree: target)
             s.listings.removeAll(walks: true)
         }
-        for (inode, staged, actions) in afterRename { writeBack.perform(actions, staged, inode: inode) }
+        for (_, staged) in pending { writeBack.renamed(staged) }
     }
 
     /// Descriptors open for reading follow a renamed file, as on a local

@@ -25,11 +25,13 @@ extension FileSystem {
         }
         let metadata = await newEntryMetadata(parent: parent, type: UInt32(S_IFREG), mode: mode)
         let staged = try writeBack.makeStagedFile(path: path, base: nil, truncated: false)
-        staged.markCreated(metadata: metadata)
         let (inode, entry) = state.withLock { s -> (UInt64, EntryReply) in
             let inode = s.inodes.lookup(path, kind: .file)
             s.stats.invalidate(path)
-            s.staged[inode] = s.staged[inode] ?? staged
+            if s.staged[inode] == nil {
+                s.staged[inode] = staged
+                writeBack.created(staged, metadata: metadata, in: &s)
+            }
             return (inode, entryReply(stagedAttributes(s.staged[inode]!, path: path, inode: inode, s)))
         }
         do {

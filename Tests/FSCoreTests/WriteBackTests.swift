@@ -9,13 +9,7 @@ import Testing
 struct WriteBackTests {
     private static let MiB: Int64 = 1 << 20
 
-    enum Event {
-        case attach(new: Bool), released, retire
-        case created, wrote(Range<Int64>), truncated(from: Int64, to: Int64), rideAlong
-        case uploadRequested, uploadStored(UInt64, hasContent: Bool), uploadFailed(UInt64), uploadEnded
-        case unlink, relink
-        case streamStarted(granularity: Int64?), streamSent(ok: Bool), takeStream
-    }
+    typealias Event = WriteBack.Event
 
     /// What an event returned, comparable in a table.
     enum Outcome: Equatable {
@@ -41,38 +35,20 @@ struct WriteBackTests {
         }
     }
 
+    /// The machine's effects as the rows write them.
     static func apply(_ event: Event, to machine: inout WriteBack) -> Outcome {
-        switch event {
-        case .attach(let new): return .accepted(machine.attach(new: new))
-        case .released: return .accepted(machine.released())
-        case .retire: return .retire(machine.retire())
-        case .created:
-            machine.created()
-            return .done
-        case .wrote(let range): return .actions(machine.wrote(range))
-        case .truncated(let from, let to): return machine.truncated(from: from, to: to).map(Outcome.actions) ?? .refused
-        case .rideAlong: return .accepted(machine.rideAlong())
-        case .uploadRequested: return .upload(machine.uploadRequested())
-        case .uploadStored(let version, let hasContent): return .actions(machine.uploadStored(version, hasContent: hasContent))
-        case .uploadFailed(let version):
-            machine.uploadFailed(version)
-            return .done
-        case .uploadEnded:
-            machine.uploadEnded()
-            return .done
-        case .unlink:
-            let (inFlight, actions) = machine.unlink()
-            return .unlinked(uploadInFlight: inFlight, actions)
-        case .relink:
-            machine.relink()
-            return .done
-        case .streamStarted(let granularity):
-            let (kept, actions) = machine.streamStarted(granularity: granularity)
-            return .streamStarted(kept: kept, actions)
-        case .streamSent(let ok):
-            machine.streamSent(ok: ok)
-            return .done
-        case .takeStream: return .take(machine.takeStream())
+        let effects = machine.handle(event)
+        switch (event, effects.answer) {
+        case (.truncated, .refused): return .refused
+        case (.streamStarted, .accepted(let kept)): return .streamStarted(kept: kept, effects.actions)
+        case (_, .accepted(let accepted)): return .accepted(accepted)
+        case (_, .upload(let step)): return .upload(step)
+        case (_, .retire(let step)): return .retire(step)
+        case (_, .unlinked(let inFlight)): return .unlinked(uploadInFlight: inFlight, effects.actions)
+        case (_, .take(let take)): return .take(take)
+        case (_, .refused): return .refused
+        case (.wrote, .none), (.truncated, .none), (.uploadStored, .none), (.renamed, .none): return .actions(effects.actions)
+        case (_, .none): return effects.actions.isEmpty ? .done : .actions(effects.actions)
         }
     }
 
@@ -261,18 +237,33 @@ struct WriteBackTests {
         run(open + [Row(.unlink, .unlinked(uploadInFlight: false, [.abandonStream]), .unlinked)])
     }
 
+    /// A rename is an event: the journal of a file with unsaved writes is
+    /// rewritten for the new name (a mount that dies before the upload
+    /// must leave the bytes under the name they now have); a clean file
+    /// has none to rewrite.
+    @Test func aRenameRewritesTheJournal() {
+        run([
+            Row(.attach(new: true), .accepted(true), .clean),
+            Row(.renamed, .actions([]), .clean),
+            Row(.wrote(0..<10), .actions([.writeJournal]), .dirty),
+            Row(.renamed, .actions([.writeJournal]), .dirty),
+            Row(.uploadRequested, .upload(.start(version: 1)), .uploading),
+            Row(.renamed, .actions([.writeJournal]), .uploading),
+            Row(.uploadStored(1, hasContent: true), .actions([.removeJournal]), .clean),
+            Row(.uploadEnded, .done, .clean),
+            Row(.renamed, .actions([]), .clean),
+        ])
+    }
+
     /// Attribute changes ride along only with a coming upload (dirty and
     /// live); else the caller patches the object.
     @Test func changesRideAlongOnlyWithAComingUpload() {
         var machine = WriteBack(streamChunk: Self.MiB, emptyAtStart: false)
-        let whenClean = machine.rideAlong()
-        #expect(!whenClean, "clean: patch the object")
-        _ = machine.wrote(0..<1)
-        let whenDirty = machine.rideAlong()
-        #expect(whenDirty && machine.version == 2, "dirty: counts as a change")
-        _ = machine.unlink()
-        let whenUnlinked = machine.rideAlong()
-        #expect(!whenUnlinked)
+        #expect(machine.handle(.rideAlong).answer == .accepted(false), "clean: patch the object")
+        _ = machine.handle(.wrote(0..<1))
+        #expect(machine.handle(.rideAlong).answer == .accepted(true) && machine.version == 2, "dirty: counts as a change")
+        _ = machine.handle(.unlink)
+        #expect(machine.handle(.rideAlong).answer == .accepted(false))
     }
 
     /// What the recovery retrier asks: it must not upload an entry over a
@@ -280,23 +271,22 @@ struct WriteBackTests {
     @Test func unsavedWritesAreThoseOfALiveName() {
         var machine = WriteBack(streamChunk: Self.MiB, emptyAtStart: true)
         #expect(!machine.holdsUnsavedWrites)
-        _ = machine.wrote(0..<1)
+        _ = machine.handle(.wrote(0..<1))
         #expect(machine.holdsUnsavedWrites && machine.owesFinalUpload)
-        machine.uploadFailed(1)
+        _ = machine.handle(.uploadFailed(1))
         #expect(machine.holdsUnsavedWrites && !machine.owesFinalUpload, "failed: the recovery folder has it")
-        _ = machine.unlink()
+        _ = machine.handle(.unlink)
         #expect(!machine.holdsUnsavedWrites)
     }
 
     /// `touch` and `> f`: created, nothing since.
     @Test func untouchedSinceCreate() {
         var machine = WriteBack(streamChunk: Self.MiB, emptyAtStart: true)
-        machine.created()
+        _ = machine.handle(.created)
         #expect(machine.untouchedSinceCreate)
-        let noChange = machine.truncated(from: 0, to: 0)
-        #expect(noChange == [], "a no-op truncation is no change")
+        #expect(machine.handle(.truncated(from: 0, to: 0)) == WriteBack.Effects(), "a no-op truncation is no change")
         #expect(machine.untouchedSinceCreate)
-        _ = machine.wrote(0..<1)
+        _ = machine.handle(.wrote(0..<1))
         #expect(!machine.untouchedSinceCreate)
     }
 }

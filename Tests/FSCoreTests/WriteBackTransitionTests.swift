@@ -48,46 +48,36 @@ struct WriteBackTransitionTests {
 
 /// Every change of phase the `WriteBack` machine can make, found by
 /// feeding it every event the executor can deliver, breadth first from a
-/// file made by open (of an object or empty) or by create.
+/// file made by an open (of an object, or empty) or a create.
 enum WriteBackExplorer {
     struct Edge: Hashable, CustomStringConvertible {
         let from: WriteBack.Phase
         let event: WriteBack.EventName?
         let to: WriteBack.Phase
-        var description: String { "\(from) --\(event.map(\.rawValue) ?? "?")--> \(to)" }
+        var description: String { "\(from) --\(event.map(\.rawValue) ?? "unnamed event")--> \(to)" }
     }
 
     /// The events the executor can deliver to `m` next (an upload's end
     /// only while one is in flight, a release only with a handle, retire
-    /// only after the last release), each with its table name (nil: one
-    /// the table does not name, which must leave the phase as it is).
-    static func events(_ m: WriteBack) -> [(WriteBack.EventName?, (inout WriteBack) -> Void)] {
-        var events: [(WriteBack.EventName?, (inout WriteBack) -> Void)] = [
-            (nil, { _ = $0.attach(new: true) }),
-            (nil, { _ = $0.attach(new: false) }),
-            (.wrote, { m in _ = m.wrote(0..<1) }),
-            (.wrote, { m in _ = m.wrote((m.sequentialEnd ?? 0)..<((m.sequentialEnd ?? 0) + 1)) }),
-            (.truncated, { _ = $0.truncated(from: 1, to: 0) }),
-            (.truncated, { _ = $0.truncated(from: 1, to: 1) }),
-            (.rideAlong, { _ = $0.rideAlong() }),
-            (.uploadRequested, { _ = $0.uploadRequested() }),
-            (.unlink, { _ = $0.unlink() }),
-            (.relink, { $0.relink() }),
-            (nil, { _ = $0.renamed() }),
-            (nil, { _ = $0.streamStarted(granularity: 1) }),
-            (nil, { _ = $0.streamStarted(granularity: nil) }),
-            (nil, { $0.streamSent(ok: true) }),
-            (nil, { $0.streamSent(ok: false) }),
-            (nil, { _ = $0.takeStream() }),
+    /// only after the last release, created only first), each with its
+    /// table name (nil: one the table does not name, which must leave the
+    /// phase as it is).
+    static func events(_ m: WriteBack) -> [(WriteBack.EventName?, WriteBack.Event)] {
+        let end = m.sequentialEnd ?? 0
+        var events: [(WriteBack.EventName?, WriteBack.Event)] = [
+            (nil, .attach(new: true)), (nil, .attach(new: false)), (nil, .adopt(handles: 1)),
+            (.wrote, .wrote(0..<1)), (.wrote, .wrote(end..<(end + 1))),
+            (.truncated, .truncated(from: 1, to: 0)), (.truncated, .truncated(from: 1, to: 1)),
+            (.rideAlong, .rideAlong), (.uploadRequested, .uploadRequested),
+            (.unlink, .unlink), (.relink, .relink), (nil, .renamed),
+            (nil, .streamStarted(granularity: 1)), (nil, .streamStarted(granularity: nil)),
+            (nil, .streamSent(ok: true)), (nil, .streamSent(ok: false)), (nil, .takeStream),
         ]
-        if m.version == 0 { events.append((.created, { $0.created() })) }
+        if m.version == 0 { events.append((.created, .created)) }
         if let version = m.uploading {
-            events.append((.uploadStored, { m in _ = m.uploadStored(version, hasContent: true) }))
-            events.append((nil, { $0.uploadFailed(version) }))
-            events.append((.uploadEnded, { $0.uploadEnded() }))
+            events += [(.uploadStored, .uploadStored(version, hasContent: true)), (nil, .uploadFailed(version)), (.uploadEnded, .uploadEnded)]
         }
-        if m.handles > 0 { events.append((nil, { _ = $0.released() })) }
-        if m.handles == 0 { events.append((.retire, { _ = $0.retire() })) }
+        events.append(m.handles > 0 ? (nil, .released) : (.retire, .retire))
         return events
     }
 
@@ -100,7 +90,7 @@ enum WriteBackExplorer {
             for machine in frontier where seen.insert(machine).inserted {
                 for (name, event) in events(machine) {
                     var after = machine
-                    event(&after)
+                    _ = after.handle(event)
                     if after.phase != machine.phase { edges.insert(Edge(from: machine.phase, event: name, to: after.phase)) }
                     next.append(after)
                 }

@@ -42,6 +42,9 @@ struct StagedFiles: Sendable, Sequence {
         }
     }
 
+    /// The inode file `id` is the staged file of (nil: none).
+    func inode(of id: UInt64) -> UInt64? { entries[id]?.inode }
+
     /// The inodes that have a staged file.
     var keys: [UInt64] { entries.values.compactMap(\.inode) }
 

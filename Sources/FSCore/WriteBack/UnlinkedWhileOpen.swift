@@ -21,7 +21,11 @@ extension WriteBackStore {
             guard let inode = s.inodes.inode(forPath: path) else { return (nil, nil, nil) }
             let kind = s.inodes[inode]?.kind
             guard kind != .directory, let staged = s.staged[inode] else { return (kind, nil, nil) }
-            return (kind, staged, staged.unlink(in: &s, launch: Self.endingStream))
+            var inFlight: Task<Result<Void, FSError>, Never>?
+            handle(.unlink, of: staged, in: &s) { state, answer in
+                if answer == .unlinked(uploadInFlight: true) { inFlight = state.upload }
+            }
+            return (kind, staged, inFlight)
         }
         if let inFlight { _ = await inFlight.value }
         return (kind, staged)
@@ -57,7 +61,7 @@ extension WriteBackStore {
         }
         guard let (inode, info) = pinned else { return nil }
         let copy = try makeStagedFile(path: path, base: info, truncated: false)
-        copy.markUnlinked()
+        handle(.unlink, of: copy)
         do {
             try await copy.fetchAll()
         } catch {
@@ -74,7 +78,7 @@ extension WriteBackStore {
                 readers.append(file.reader!)
             }
             guard !readers.isEmpty else { return nil }
-            copy.adopt(handles: readers.count, in: &s)
+            handle(.adopt(handles: readers.count), of: copy, in: &s)
             s.staged[inode] = copy
             return readers
         }

@@ -1,8 +1,9 @@
 /// The write-back lifecycle of one staged file, as a value-type state
-/// machine: its owner (`StagedFile`, under the file system's lock) feeds it each event and
-/// the executor (`WriteBackStore`) performs the actions
-/// it returns. No I/O, no Task and no clock in here, so the races of the
-/// write path are table tests of this type (`WriteBackTests`).
+/// machine with one entry, `handle(_ event:) -> Effects`: the executor
+/// (`WriteBackStore.handle`, under the file system's lock) tells it each
+/// event and runs the effects it returns. No I/O, no Task and no clock in
+/// here, so the races of the write path are table tests of this type
+/// (`WriteBackTests`).
 ///
 /// What it decides, and nothing else decides:
 /// - whether the file holds unsaved writes (`version` against the uploaded
@@ -136,6 +137,112 @@ struct WriteBack: Sendable, Hashable {
         case abandonStream
     }
 
+    /// What the machine is told: every event of a staged file's life.
+    enum Event: Sendable, Equatable {
+        /// An open attaches a handle; `new`: the file was made for it.
+        case attach(new: Bool)
+        /// Handles move onto this file at once (readers of an unlinked
+        /// generation).
+        case adopt(handles: Int)
+        /// A handle was released.
+        case released
+        /// After the last release, and after each upload it led to.
+        case retire
+        /// create made the file: it must reach the bucket even if empty.
+        case created
+        case wrote(Range<Int64>)
+        case truncated(from: Int64, to: Int64)
+        /// A change to ride along with the coming upload (chmod, utimens,
+        /// xattrs of a dirty file).
+        case rideAlong
+        /// A flush, fsync, release, rename or the unmount asks for an upload.
+        case uploadRequested
+        /// The upload of this version stored it; `hasContent`: not empty.
+        case uploadStored(UInt64, hasContent: Bool)
+        /// The upload of this version failed (its bytes are in recovery).
+        case uploadFailed(UInt64)
+        /// The uploader is done (after stored or failed).
+        case uploadEnded
+        /// Unlinked, or about to be replaced by a rename.
+        case unlink
+        /// The delete or rename failed: the name is the file's again.
+        case relink
+        /// The file's name changed (a rename of it).
+        case renamed
+        /// The stream's start request ended: a session of this
+        /// granularity, or nil if none could be started.
+        case streamStarted(granularity: Int64?)
+        case streamSent(ok: Bool)
+        /// An upload takes the stream over.
+        case takeStream
+    }
+
+    /// The machine's answer to the one who told it an event.
+    enum Answer: Sendable, Equatable {
+        case none
+        /// attach: a handle was attached; released: it was the last;
+        /// rideAlong: the change rides along; streamStarted: the session is
+        /// kept (if not, the caller abandons it).
+        case accepted(Bool)
+        /// A truncate of a retired file: the caller changes the object.
+        case refused
+        case upload(UploadStep)
+        case retire(RetireStep)
+        /// unlink: an upload is in flight (the caller waits for it: what
+        /// it stores must be deleted too).
+        case unlinked(uploadInFlight: Bool)
+        case take(StreamTake)
+    }
+
+    /// What handling an event gives: the actions the executor carries out
+    /// (`WriteBackStore.run`) and the answer.
+    struct Effects: Sendable, Equatable {
+        var actions: [Action] = []
+        var answer: Answer = .none
+    }
+
+    /// The machine's one entry: every event goes through here.
+    mutating func handle(_ event: Event) -> Effects {
+        switch event {
+        case .attach(let new): return Effects(answer: .accepted(attach(new: new)))
+        case .adopt(let count):
+            adopt(handles: count)
+            return Effects()
+        case .released: return Effects(answer: .accepted(released()))
+        case .retire: return Effects(answer: .retire(retire()))
+        case .created:
+            created()
+            return Effects()
+        case .wrote(let range): return Effects(actions: wrote(range))
+        case .truncated(let from, let to):
+            guard let actions = truncated(from: from, to: to) else { return Effects(answer: .refused) }
+            return Effects(actions: actions)
+        case .rideAlong: return Effects(answer: .accepted(rideAlong()))
+        case .uploadRequested: return Effects(answer: .upload(uploadRequested()))
+        case .uploadStored(let version, let hasContent): return Effects(actions: uploadStored(version, hasContent: hasContent))
+        case .uploadFailed(let version):
+            uploadFailed(version)
+            return Effects()
+        case .uploadEnded:
+            uploadEnded()
+            return Effects()
+        case .unlink:
+            let (inFlight, actions) = unlink()
+            return Effects(actions: actions, answer: .unlinked(uploadInFlight: inFlight))
+        case .relink:
+            relink()
+            return Effects()
+        case .renamed: return Effects(actions: renamed())
+        case .streamStarted(let granularity):
+            let (kept, actions) = streamStarted(granularity: granularity)
+            return Effects(actions: actions, answer: .accepted(kept))
+        case .streamSent(let ok):
+            streamSent(ok: ok)
+            return Effects()
+        case .takeStream: return Effects(answer: .take(takeStream()))
+        }
+    }
+
     /// What a flush, fsync or release asking for an upload does.
     enum UploadStep: Sendable, Equatable {
         /// Nothing to upload (clean, or unlinked).
@@ -221,13 +328,13 @@ struct WriteBack: Sendable, Hashable {
 
     /// create made the file: it must reach the bucket even if nothing is
     /// written.
-    mutating func created() {
+    private mutating func created() {
         version += 1
     }
 
     /// An open attaches a handle. A retired file takes none (its local copy
     /// is gone), unless it is `new`: made for this very open.
-    mutating func attach(new: Bool) -> Bool {
+    private mutating func attach(new: Bool) -> Bool {
         guard new || name != .retired else { return false }
         handles += 1
         return true
@@ -235,18 +342,18 @@ struct WriteBack: Sendable, Hashable {
 
     /// `count` handles move onto this file at once (readers of an unlinked
     /// generation).
-    mutating func adopt(handles count: Int) {
+    private mutating func adopt(handles count: Int) {
         handles += count
     }
 
     /// A handle was released; true if it was the last.
-    mutating func released() -> Bool {
+    private mutating func released() -> Bool {
         handles = max(0, handles - 1)
         return handles == 0
     }
 
     /// After the last release (and after each upload it led to).
-    mutating func retire() -> RetireStep {
+    private mutating func retire() -> RetireStep {
         guard handles == 0 else { return .keep }
         if owesFinalUpload { return .uploadFirst }
         name = .retired
@@ -257,7 +364,7 @@ struct WriteBack: Sendable, Hashable {
     // MARK: - Changes
 
     /// Bytes `range` were written.
-    mutating func wrote(_ range: Range<Int64>) -> [Action] {
+    private mutating func wrote(_ range: Range<Int64>) -> [Action] {
         version += 1
         if let end = sequentialEnd { sequentialEnd = range.lowerBound == end ? range.upperBound : nil }
         var actions: [Action] = []
@@ -270,7 +377,7 @@ struct WriteBack: Sendable, Hashable {
 
     /// The size was set to `newSize` from `oldSize`. nil: the file is
     /// retired, the caller changes the object instead.
-    mutating func truncated(from oldSize: Int64, to newSize: Int64) -> [Action]? {
+    private mutating func truncated(from oldSize: Int64, to newSize: Int64) -> [Action]? {
         guard name != .retired else { return nil }
         // The stream carries bytes that may no longer be the content.
         let actions = dropStream()
@@ -288,7 +395,7 @@ struct WriteBack: Sendable, Hashable {
     /// xattrs of a dirty file): accepted only while there is one, that is,
     /// while dirty and live; else the caller changes the object itself.
     /// It counts as a change, so an upload in flight is followed by another.
-    mutating func rideAlong() -> Bool {
+    private mutating func rideAlong() -> Bool {
         guard dirty, name == .live else { return false }
         version += 1
         return true
@@ -296,7 +403,7 @@ struct WriteBack: Sendable, Hashable {
 
     // MARK: - Uploads
 
-    mutating func uploadRequested() -> UploadStep {
+    private mutating func uploadRequested() -> UploadStep {
         if uploading != nil { return .join }
         guard dirty, name == .live else { return .nothing }
         uploading = version
@@ -305,7 +412,7 @@ struct WriteBack: Sendable, Hashable {
 
     /// The upload of `stored` succeeded. `hasContent`: the file is not
     /// empty (appends after an upload cannot continue its session).
-    mutating func uploadStored(_ stored: UInt64, hasContent: Bool) -> [Action] {
+    private mutating func uploadStored(_ stored: UInt64, hasContent: Bool) -> [Action] {
         uploadedVersion = max(uploadedVersion, stored)
         failedVersion = nil
         if hasContent { sequentialEnd = nil }
@@ -315,12 +422,12 @@ struct WriteBack: Sendable, Hashable {
     }
 
     /// The upload of `version` failed: its bytes are in the recovery folder.
-    mutating func uploadFailed(_ version: UInt64) {
+    private mutating func uploadFailed(_ version: UInt64) {
         failedVersion = version
     }
 
     /// The uploader is done (after `uploadStored` or `uploadFailed`).
-    mutating func uploadEnded() {
+    private mutating func uploadEnded() {
         uploading = nil
     }
 
@@ -329,19 +436,19 @@ struct WriteBack: Sendable, Hashable {
     /// Unlinked, or about to be replaced by a rename. Returns whether an
     /// upload is in flight (the caller waits for it: what it stores must
     /// be deleted too) and the actions.
-    mutating func unlink() -> (uploadInFlight: Bool, actions: [Action]) {
+    private mutating func unlink() -> (uploadInFlight: Bool, actions: [Action]) {
         if name == .live { name = .unlinked }
         return (uploading != nil, dropStream())
     }
 
     /// The delete or rename failed: the name is the file's again.
-    mutating func relink() {
+    private mutating func relink() {
         if name == .unlinked { name = .live }
     }
 
     /// The file's name changed (rename): a journal written for the old
     /// name is rewritten for the new one.
-    mutating func renamed() -> [Action] {
+    private mutating func renamed() -> [Action] {
         journaled ? [.writeJournal] : []
     }
 
@@ -381,7 +488,7 @@ struct WriteBack: Sendable, Hashable {
     /// nil if it could not be started. `kept`: the session is the file's
     /// stream now; if not (the content moved away from it meanwhile, or a
     /// close uploaded it), the caller abandons it.
-    mutating func streamStarted(granularity: Int64?) -> (kept: Bool, actions: [Action]) {
+    private mutating func streamStarted(granularity: Int64?) -> (kept: Bool, actions: [Action]) {
         guard case .starting(let current) = stream else { return (false, []) }
         stream = .none
         guard let granularity, current, sequentialEnd != nil, dirty, name == .live else { return (false, []) }
@@ -390,13 +497,13 @@ struct WriteBack: Sendable, Hashable {
     }
 
     /// A send ended.
-    mutating func streamSent(ok: Bool) {
+    private mutating func streamSent(ok: Bool) {
         guard case .open(let requested, let granularity, _, let failed) = stream else { return }
         stream = .open(requested: requested, granularity: granularity, sending: false, failed: failed || !ok)
     }
 
     /// An upload takes the stream over (or learns there is none).
-    mutating func takeStream() -> StreamTake {
+    private mutating func takeStream() -> StreamTake {
         switch stream {
         case .none: return .none
         case .starting: return .waitForStart

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import FSCore
 
@@ -253,6 +254,49 @@ struct WriteBackTests {
             Row(.uploadEnded, .done, .clean),
             Row(.renamed, .actions([]), .clean),
         ])
+    }
+
+    /// The Tasks the executor makes for the machine's effects live in the
+    /// phase that has them (the stream's start while it starts, a send
+    /// while the stream is open, the upload while it is in flight), and a
+    /// session leaves the machine only taken over by an upload or handed
+    /// out to be abandoned.
+    @Test func tasksAndSessionsLiveInTheirPhase() {
+        struct NoPut: StreamingPut {
+            var granularity: Int64 { 1 }
+            var acknowledged: Int64 { 0 }
+            func send(upTo end: Int64) async throws(StoreError) {}
+            func finish(size: Int64) async throws(StoreError) -> ObjectInfo { ObjectInfo(name: "f", size: size, generation: 1, updated: Date()) }
+            func abandon() async {}
+        }
+        var machine = WriteBack(streamChunk: 1, emptyAtStart: true)
+        _ = machine.handle(.attach(new: true))
+        #expect(machine.handle(.wrote(0..<1)).actions == [.writeJournal, .startStream])
+        let start = Task<Void, Never> {}
+        _ = machine.handle(.launched(.streamStart(start)))
+        #expect(machine.stream == .starting(current: true, task: start))
+        let session = UploadStream(put: NoPut(), sentMetadata: [:])
+        let started = machine.handle(.streamStarted(granularity: 1, session: session))
+        #expect(started.answer == .accepted(true) && started.actions == [.sendStream(upTo: 1)])
+        #expect(machine.streamSession === session)
+        _ = machine.handle(.launched(.send(Task { .success(()) })))
+        // Written out of order: the session is dropped and handed out.
+        let moved = machine.handle(.wrote(0..<1))
+        #expect(moved.actions == [.abandonStream] && moved.abandoned === session && machine.streamSession == nil)
+        #expect(machine.handle(.uploadRequested).answer == .upload(.start(version: 2)))
+        let upload = Task<Result<Void, FSError>, Never> { .success(()) }
+        _ = machine.handle(.launched(.upload(upload)))
+        #expect(machine.upload?.task == upload)
+        #expect(machine.handle(.uploadRequested).answer == .upload(.join))
+        _ = machine.handle(.uploadEnded)
+        #expect(machine.upload == nil)
+
+        var streaming = WriteBack(streamChunk: 1, emptyAtStart: true)
+        _ = streaming.handle(.wrote(0..<1))
+        _ = streaming.handle(.streamStarted(granularity: 1, session: session))
+        _ = streaming.handle(.uploadRequested)
+        let taken = streaming.handle(.takeStream)
+        #expect(taken.answer == .take(.take(sendFailed: false)) && taken.taken?.session === session && taken.abandoned == nil)
     }
 
     /// Attribute changes ride along only with a coming upload (dirty and

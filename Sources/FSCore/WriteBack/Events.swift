@@ -5,18 +5,20 @@ import Glibc
 /// Where every event of a staged file goes to its `WriteBack` machine, and
 /// the one place its effects are run, in two steps:
 /// - under the file system's lock, in the same critical section as the
-///   event: the Tasks a waiter must find are created there, never awaited
-///   (the stream's start and sends, which an upload waits for), the
-///   stream to abandon is taken out of the state, and the journal of a
-///   file that became clean is removed (a write racing it re-creates it
-///   after, not before);
+///   event: the Tasks a waiter must find are created there, never awaited,
+///   and handed to the machine, which holds them in the phase they belong
+///   to (the stream's start and sends, which an upload waits for; the
+///   upload a second flush joins is made by `upload` the same way); the
+///   session a dropped stream leaves is abandoned; the journal of a file
+///   that became clean is removed (a write racing it re-creates it after,
+///   not before);
 /// - after the lock: the journal is written (it reads the inode's path
 ///   and the upload's metadata, and writes a file).
 extension WriteBackStore {
     /// A change to the staged state made with the event, in its critical
     /// section, after the machine answered and before the effects run (the
     /// stream's Tasks see it).
-    typealias Change = (inout StagedFile.State, WriteBack.Answer) -> Void
+    typealias Change = (inout StagedFile.State, WriteBack.Effects) -> Void
 
     /// What the first step left for after the lock.
     struct AfterLock: Sendable {
@@ -60,21 +62,23 @@ extension WriteBackStore {
         return staged.withState(in: &s) { state in
             guard let event = event(state) else { return (.none, AfterLock()) }
             let effects = state.writeBack.handle(event)
-            change(&state, effects.answer)
+            change(&state, effects)
             var later = AfterLock(inode: inode)
+            // A session that left the machine (dropped, or the file retired).
+            if let session = effects.abandoned { Task { await session.put.abandon() } }
             for action in effects.actions {
                 switch action {
                 case .startStream:
                     let options = Self.uploadOptions(state)
-                    state.streamStart = Task { await self.startStream(staged, inode: inode, options: options) }
+                    let task = Task { await self.startStream(staged, inode: inode, options: options) }
+                    _ = state.writeBack.handle(.launched(.streamStart(task)))
                 case .sendStream(let end):
-                    guard let stream = state.stream else { continue }
-                    state.streamSend = Task { await self.send(stream, upTo: end, of: staged) }
+                    guard let session = state.writeBack.streamSession else { continue }
+                    let task = Task { await self.send(session, upTo: end, of: staged) }
+                    _ = state.writeBack.handle(.launched(.send(task)))
                 case .abandonStream:
-                    guard let stream = state.stream else { continue }
-                    state.stream = nil
-                    state.streamSend = nil
-                    Task { await stream.put.abandon() }
+                    // `effects.abandoned`, above.
+                    break
                 case .removeJournal:
                     Glibc.unlink(staged.journalPath)
                 case .writeJournal:

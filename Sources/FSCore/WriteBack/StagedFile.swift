@@ -40,21 +40,9 @@ final class StagedFile: Sendable {
         /// fields of the patch; its custom keys are in `pendingMetadata`).
         var pendingProperties = MetadataPatch()
         var modificationTime: Timestamp
-        /// The lifecycle: versions, handles, the name, journal, stream.
+        /// The lifecycle: versions, handles, the name, journal, the
+        /// upload and the stream, with the Tasks the executor made for them.
         var writeBack: WriteBack
-        // What the executor started for the machine's actions (Tasks are
-        // created here, never awaited under the lock, so that a second
-        // flush finds the upload to join and an upload finds the stream
-        // start to wait for):
-        /// The upload in flight (`writeBack.uploading`).
-        var upload: Task<Result<Void, FSError>, Never>?
-        /// The open stream's session (`writeBack.stream` is `.open`).
-        var stream: UploadStream?
-        /// The stream's start request (`writeBack.stream` is `.starting`).
-        var streamStart: Task<Void, Never>?
-        /// The open stream's latest send (the uploader that takes the
-        /// stream over waits for it).
-        var streamSend: Task<Result<Void, StoreError>, Never>?
 
         var dirty: Bool { writeBack.dirty }
         /// What the mount shows under the file's name.

@@ -18,7 +18,7 @@ import Glibc
 /// upload: the stream is an optimisation, never the only way the bytes can
 /// go. When to start, send and abandon is the `WriteBack` machine's call;
 /// this is the executor's side.
-final class UploadStream: Sendable {
+final class UploadStream: Sendable, Hashable {
     let put: any StreamingPut
     /// The metadata the session was started with; if the upload's metadata
     /// differs at finish (the mtime moved on, a chmod came), one patch
@@ -29,6 +29,10 @@ final class UploadStream: Sendable {
         self.put = put
         self.sentMetadata = sentMetadata
     }
+
+    /// One session is itself only.
+    static func == (a: UploadStream, b: UploadStream) -> Bool { a === b }
+    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
 /// An open stream handed to the upload that finishes it: its latest send,
@@ -54,7 +58,7 @@ extension WriteBackStore {
         }
         // Only while it is still the file's stream.
         let ok = (try? result.get()) != nil
-        handle({ s in s.stream === stream ? .streamSent(ok: ok) : nil }, of: staged)
+        handle({ s in s.writeBack.streamSession === stream ? .streamSent(ok: ok) : nil }, of: staged)
         return result
     }
 
@@ -68,11 +72,9 @@ extension WriteBackStore {
             }
         }
         let stream = put.map { UploadStream(put: $0, sentMetadata: options.customMetadata) }
-        let answer = handle(.streamStarted(granularity: put?.granularity), of: staged) { s, answer in
-            s.streamStart = nil
-            // Before the effects run: they send on it.
-            if answer == .accepted(true) { s.stream = stream }
-        }
+        // Kept, the session is the machine's (the first send goes on it);
+        // if not, it is abandoned here.
+        let answer = handle(.streamStarted(granularity: put?.granularity, session: stream), of: staged)
         if answer != .accepted(true), let put { await put.abandon() }
     }
 
@@ -80,15 +82,14 @@ extension WriteBackStore {
     /// flight; nil if there is none.
     func takeStream(of staged: StagedFile) async -> TakenStream? {
         while true {
-            var starting: Task<Void, Never>?
+            var starting: WriteBack.StartTask?
             var taken: TakenStream?
-            let answer = handle(.takeStream, of: staged) { s, answer in
-                switch answer {
+            let answer = handle(.takeStream, of: staged) { s, effects in
+                switch effects.answer {
                 case .take(.take(let failed)):
-                    if let stream = s.stream { taken = TakenStream(stream: stream, lastSend: s.streamSend, sendFailed: failed) }
-                    s.stream = nil
-                    s.streamSend = nil
-                case .take(.waitForStart): starting = s.streamStart
+                    taken = effects.taken.map { TakenStream(stream: $0.session, lastSend: $0.lastSend, sendFailed: failed) }
+                case .take(.waitForStart):
+                    if case .starting(_, let task) = s.writeBack.stream { starting = task }
                 default: break
                 }
             }

@@ -22,8 +22,8 @@ extension WriteBackStore {
             let kind = s.inodes[inode]?.kind
             guard kind != .directory, let staged = s.staged[inode] else { return (kind, nil, nil) }
             var inFlight: Task<Result<Void, FSError>, Never>?
-            handle(.unlink, of: staged, in: &s) { state, answer in
-                if answer == .unlinked(uploadInFlight: true) { inFlight = state.upload }
+            handle(.unlink, of: staged, in: &s) { state, effects in
+                if effects.answer == .unlinked(uploadInFlight: true) { inFlight = state.writeBack.upload?.task }
             }
             return (kind, staged, inFlight)
         }

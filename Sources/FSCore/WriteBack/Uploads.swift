@@ -39,8 +39,8 @@ extension WriteBackStore {
         await staged.content.waitForFetches()
         let now = Timestamp(Date())
         var changed = false
-        let answer = handle({ s in .truncated(from: s.size, to: newSize) }, of: staged) { s, answer in
-            guard answer != .refused, s.size != newSize else { return }
+        let answer = handle({ s in .truncated(from: s.size, to: newSize) }, of: staged) { s, effects in
+            guard effects.answer != .refused, s.size != newSize else { return }
             s.size = newSize
             s.modificationTime = now
             changed = true
@@ -64,8 +64,8 @@ extension WriteBackStore {
     /// false: the caller changes the object itself). The change counts as
     /// a write, so an upload already in flight is followed by another.
     func rideAlong(_ staged: StagedFile, _ change: (inout StagedFile.State) -> Void) -> Bool {
-        handle(.rideAlong, of: staged) { s, answer in
-            if answer == .accepted(true) { change(&s) }
+        handle(.rideAlong, of: staged) { s, effects in
+            if effects.answer == .accepted(true) { change(&s) }
         } == .accepted(true)
     }
 
@@ -171,15 +171,16 @@ extension WriteBackStore {
             // second flush joins it.
             var task: Task<Result<Void, FSError>, Never>?
             var mine = false
-            handle(.uploadRequested, of: staged) { s, answer in
-                switch answer {
+            handle(.uploadRequested, of: staged) { s, effects in
+                switch effects.answer {
                 case .upload(.start):
-                    s.upload = Task { await self.performUpload(staged, inode: inode, reason: reason) }
+                    let made = Task { await self.performUpload(staged, inode: inode, reason: reason) }
+                    _ = s.writeBack.handle(.launched(.upload(made)))
                     mine = true
                 case .upload(.join): break
                 default: return
                 }
-                task = s.upload
+                task = s.writeBack.upload?.task
             }
             guard let task else { return }
             // An interrupted close or fsync answers EINTR at once; the
@@ -198,7 +199,7 @@ extension WriteBackStore {
 
     private func performUpload(_ staged: StagedFile, inode: UInt64, reason: String) async -> Result<Void, FSError> {
         defer {
-            handle(.uploadEnded, of: staged) { s, _ in s.upload = nil }
+            handle(.uploadEnded, of: staged)
         }
         let snapshot = staged.current
         guard let path = state.withLock({ $0.inodes[inode]?.path }) else {

@@ -1,9 +1,10 @@
 /// The write-back lifecycle of one staged file, as a value-type state
 /// machine with one entry, `handle(_ event:) -> Effects`: the executor
 /// (`WriteBackStore.handle`, under the file system's lock) tells it each
-/// event and runs the effects it returns. No I/O, no Task and no clock in
-/// here, so the races of the write path are table tests of this type
-/// (`WriteBackTests`).
+/// event and runs the effects it returns. No I/O and no clock in here, and
+/// no Task is made or awaited (it holds those the executor made for its
+/// effects, in the phase they belong to), so the races of the write path
+/// are table tests of this type (`WriteBackTests`).
 ///
 /// What it decides, and nothing else decides:
 /// - whether the file holds unsaved writes (`version` against the uploaded
@@ -116,11 +117,44 @@ struct WriteBack: Sendable, Hashable {
         /// Its start request is in flight; `current`: nothing has happened
         /// since that makes the session useless (a truncation, a write out
         /// of order, an unlink).
-        case starting(current: Bool)
+        case starting(current: Bool, task: StartTask?)
         /// Open: bytes below `requested` are asked to be sent, in steps of
         /// `granularity`; one send at a time; after a failed send it only
         /// waits to be abandoned (the close uploads the whole file).
-        case open(requested: Int64, granularity: Int64, sending: Bool, failed: Bool)
+        case open(OpenStream)
+    }
+
+    /// The Tasks the executor made for the machine's effects, held in the
+    /// phase they belong to (the machine never makes, awaits or cancels
+    /// one): a second flush joins the upload's, an upload waits for the
+    /// stream's start and its latest send.
+    typealias UploadTask = Task<Result<Void, FSError>, Never>
+    typealias StartTask = Task<Void, Never>
+    typealias SendTask = Task<Result<Void, StoreError>, Never>
+
+    /// The upload in flight: the version it uploads, and its Task once made.
+    struct Upload: Sendable, Hashable {
+        let version: UInt64
+        var task: UploadTask?
+    }
+
+    struct OpenStream: Sendable, Hashable {
+        var requested: Int64
+        var granularity: Int64
+        var sending = false
+        var failed = false
+        /// The session (nil only in table tests, which need none).
+        var session: UploadStream?
+        /// The latest send's Task, once made.
+        var lastSend: SendTask?
+    }
+
+    /// A Task the executor made for an effect, in the event's critical
+    /// section.
+    enum Launched: Sendable, Equatable {
+        case upload(UploadTask)
+        case streamStart(StartTask)
+        case send(SendTask)
     }
 
     enum Action: Sendable, Equatable {
@@ -171,8 +205,11 @@ struct WriteBack: Sendable, Hashable {
         case renamed
         /// The stream's start request ended: a session of this
         /// granularity, or nil if none could be started.
-        case streamStarted(granularity: Int64?)
+        case streamStarted(granularity: Int64?, session: UploadStream? = nil)
         case streamSent(ok: Bool)
+        /// The executor made the Task of an effect (an upload it was told
+        /// to start, the stream's start or a send).
+        case launched(Launched)
         /// An upload takes the stream over.
         case takeStream
     }
@@ -199,10 +236,39 @@ struct WriteBack: Sendable, Hashable {
     struct Effects: Sendable, Equatable {
         var actions: [Action] = []
         var answer: Answer = .none
+        /// The session an `.abandonStream` (or a retire) ends: a session
+        /// leaves the machine only so, or taken over by an upload.
+        var abandoned: UploadStream?
+        /// What `.take(.take)` hands over: the session and its latest send.
+        var taken: (session: UploadStream, lastSend: SendTask?)?
+
+        static func == (a: Effects, b: Effects) -> Bool {
+            a.actions == b.actions && a.answer == b.answer && a.abandoned === b.abandoned
+                && a.taken?.session === b.taken?.session && a.taken?.lastSend == b.taken?.lastSend
+        }
     }
 
     /// The machine's one entry: every event goes through here.
     mutating func handle(_ event: Event) -> Effects {
+        let before: OpenStream? = if case .open(let open) = stream { open } else { nil }
+        var effects = effects(of: event)
+        if let session = before?.session, streamSession !== session {
+            if case .take(.take) = effects.answer {
+                effects.taken = (session, before?.lastSend)
+            } else {
+                effects.abandoned = session
+            }
+        }
+        return effects
+    }
+
+    /// The open stream's session.
+    var streamSession: UploadStream? {
+        if case .open(let open) = stream { return open.session }
+        return nil
+    }
+
+    private mutating func effects(of event: Event) -> Effects {
         switch event {
         case .attach(let new): return Effects(answer: .accepted(attach(new: new)))
         case .adopt(let count):
@@ -233,13 +299,23 @@ struct WriteBack: Sendable, Hashable {
             relink()
             return Effects()
         case .renamed: return Effects(actions: renamed())
-        case .streamStarted(let granularity):
-            let (kept, actions) = streamStarted(granularity: granularity)
+        case .streamStarted(let granularity, let session):
+            let (kept, actions) = streamStarted(granularity: granularity, session: session)
             return Effects(actions: actions, answer: .accepted(kept))
         case .streamSent(let ok):
             streamSent(ok: ok)
             return Effects()
         case .takeStream: return Effects(answer: .take(takeStream()))
+        case .launched(let launched):
+            switch (launched, stream) {
+            case (.upload(let task), _): upload?.task = task
+            case (.streamStart(let task), .starting(let current, _)): stream = .starting(current: current, task: task)
+            case (.send(let task), .open(var open)):
+                open.lastSend = task
+                stream = .open(open)
+            default: break
+            }
+            return Effects()
         }
     }
 
@@ -289,8 +365,10 @@ struct WriteBack: Sendable, Hashable {
     /// Bytes [0, sequentialEnd) were written in order from an empty file,
     /// and nothing else: such a file can stream its upload.
     private(set) var sequentialEnd: Int64?
+    /// The upload in flight.
+    private(set) var upload: Upload?
     /// The version being uploaded.
-    private(set) var uploading: UInt64?
+    var uploading: UInt64? { upload?.version }
     private(set) var stream: Stream = .none
 
     /// `emptyAtStart`: a new or truncated file, which may stream.
@@ -406,7 +484,7 @@ struct WriteBack: Sendable, Hashable {
     private mutating func uploadRequested() -> UploadStep {
         if uploading != nil { return .join }
         guard dirty, name == .live else { return .nothing }
-        uploading = version
+        upload = Upload(version: version)
         return .start(version: version)
     }
 
@@ -428,7 +506,7 @@ struct WriteBack: Sendable, Hashable {
 
     /// The uploader is done (after `uploadStored` or `uploadFailed`).
     private mutating func uploadEnded() {
-        uploading = nil
+        upload = nil
     }
 
     // MARK: - The name
@@ -460,14 +538,16 @@ struct WriteBack: Sendable, Hashable {
         switch stream {
         case .none:
             guard end >= streamChunk else { return [] }
-            stream = .starting(current: true)
+            stream = .starting(current: true, task: nil)
             return [.startStream]
         case .starting:
             return []
-        case .open(let requested, let granularity, let sending, let failed):
-            let target = end / streamChunk * streamChunk / granularity * granularity
-            guard !sending, !failed, target > requested else { return [] }
-            stream = .open(requested: target, granularity: granularity, sending: true, failed: false)
+        case .open(var open):
+            let target = end / streamChunk * streamChunk / open.granularity * open.granularity
+            guard !open.sending, !open.failed, target > open.requested else { return [] }
+            open.requested = target
+            open.sending = true
+            stream = .open(open)
             return [.sendStream(upTo: target)]
         }
     }
@@ -475,8 +555,8 @@ struct WriteBack: Sendable, Hashable {
     private mutating func dropStream() -> [Action] {
         switch stream {
         case .none: return []
-        case .starting:
-            stream = .starting(current: false)
+        case .starting(_, let task):
+            stream = .starting(current: false, task: task)
             return []
         case .open:
             stream = .none
@@ -488,18 +568,20 @@ struct WriteBack: Sendable, Hashable {
     /// nil if it could not be started. `kept`: the session is the file's
     /// stream now; if not (the content moved away from it meanwhile, or a
     /// close uploaded it), the caller abandons it.
-    private mutating func streamStarted(granularity: Int64?) -> (kept: Bool, actions: [Action]) {
-        guard case .starting(let current) = stream else { return (false, []) }
+    private mutating func streamStarted(granularity: Int64?, session: UploadStream?) -> (kept: Bool, actions: [Action]) {
+        guard case .starting(let current, _) = stream else { return (false, []) }
         stream = .none
         guard let granularity, current, sequentialEnd != nil, dirty, name == .live else { return (false, []) }
-        stream = .open(requested: 0, granularity: max(1, granularity), sending: false, failed: false)
+        stream = .open(OpenStream(requested: 0, granularity: max(1, granularity), session: session))
         return (true, advanceStream())
     }
 
     /// A send ended.
     private mutating func streamSent(ok: Bool) {
-        guard case .open(let requested, let granularity, _, let failed) = stream else { return }
-        stream = .open(requested: requested, granularity: granularity, sending: false, failed: failed || !ok)
+        guard case .open(var open) = stream else { return }
+        open.sending = false
+        open.failed = open.failed || !ok
+        stream = .open(open)
     }
 
     /// An upload takes the stream over (or learns there is none).
@@ -507,9 +589,9 @@ struct WriteBack: Sendable, Hashable {
         switch stream {
         case .none: return .none
         case .starting: return .waitForStart
-        case .open(_, _, _, let failed):
+        case .open(let open):
             stream = .none
-            return .take(sendFailed: failed)
+            return .take(sendFailed: open.failed)
         }
     }
 

@@ -133,7 +133,7 @@ final class WriteBackStore: Sendable {
 
     /// Deletes a staged file: its state, stream, local copy and journal.
     func discard(_ staged: StagedFile) {
-        if let stream = staged.unregister()?.stream { Task { await stream.put.abandon() } }
+        if let session = staged.unregister()?.writeBack.streamSession { Task { await session.put.abandon() } }
         staged.content.delete(journal: staged.journalPath)
     }
 

@@ -116,7 +116,7 @@ private final class StatusGauges: Sendable {
         blockCacheCapacity.record(caches.blockCacheCapacityBytes)
         readAheadInUse.record(caches.readAheadBytesInUse)
         readAheadBudget.record(caches.readAheadBudgetBytes)
-        uploadsInFlight.record(status.pendingUploads.filter { $0.state == "uploading" }.count)
+        uploadsInFlight.record(status.pendingUploads.filter { $0.state == .uploading }.count)
         pendingUploads.record(status.pendingUploads.count)
         recoveryEntries.record(status.recovery.count)
         // Listed names are entries of the one table: counted once.

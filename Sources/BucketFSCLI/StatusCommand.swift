@@ -74,7 +74,7 @@ enum StatusText {
         if let credentials = r.credentials { lines.append("  credentials: \(credentials)") }
         lines.append("  pending uploads: \(fs.pendingUploads.count)")
         for upload in fs.pendingUploads {
-            lines.append("    \(upload.path)  \(bytes(upload.size))  \(upload.state), \(upload.openHandles) open")
+            lines.append("    \(upload.path)  \(bytes(upload.size))  \(upload.state.rawValue), \(upload.openHandles) open")
         }
         lines.append("  recovery folder: \(fs.recovery.count) \(fs.recovery.count == 1 ? "entry" : "entries") in \(r.cacheDirectory)/recovery/\(r.bucket)")
         for entry in fs.recovery {

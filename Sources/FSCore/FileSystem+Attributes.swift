@@ -33,7 +33,7 @@ extension FileSystem {
                     keys[AttributeMapper.modeKey] = String(type | (mode & 0o7777), radix: 8)
                 }
             }
-            if target.kind != .directory, let staged = state.withLock({ $0.staged[inode] }), staged.rideAlong({ s in
+            if target.kind != .directory, let staged = state.withLock({ $0.staged[inode] }), writeBack.rideAlong(staged, { s in
                 for (key, value) in keys where key != AttributeMapper.mtimeKey { s.pendingMetadata[key] = value }
                 if let mtime = changes.modificationTime { s.modificationTime = Self.timestamp(mtime) }
             }) {
@@ -53,15 +53,15 @@ extension FileSystem {
         // A staged file whose last release is uploading it takes the change
         // into another upload; one retired meanwhile does not.
         if let staged = state.withLock({ $0.staged[inode] }),
-           try await staged.truncate(to: size, now: Timestamp(Date()), launch: launcher(staged, inode: inode)) {
+           try await writeBack.truncate(staged, to: size) {
             return
         }
         let info = try await currentInfo(path)
         guard info.size != size else { return }
-        let staged = try makeStagedFile(path: path, base: info, truncated: size == 0)
-        defer { discard(staged) }
-        try await staged.truncate(to: size, now: Timestamp(Date()), launch: launcher(staged, inode: inode))
-        try await upload(staged, inode: inode, reason: "truncate")
+        let staged = try writeBack.makeStagedFile(path: path, base: info, truncated: size == 0)
+        defer { writeBack.discard(staged) }
+        try await writeBack.truncate(staged, to: size)
+        try await writeBack.upload(staged, inode: inode, reason: "truncate")
     }
 
     static func metadataKeys(_ changes: AttributeChanges) -> [String: String] {

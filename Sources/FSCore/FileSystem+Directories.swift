@@ -92,7 +92,7 @@ extension FileSystem {
             guard let record = s.inodes[inode], record.bound, PathRules.parent(of: record.path) == directory else { return nil }
             let file = staged.state(in: s)
             let name = String(record.path.dropFirst(directory.isEmpty ? 0 : directory.count + 1))
-            return DirectoryHandle.StagedEntry(name: name, file: file.isUnlinked ? nil : file.view(objectName: objectName(record.path)))
+            return DirectoryHandle.StagedEntry(name: name, file: file.visibility == .hidden ? nil : file.view(objectName: objectName(record.path)))
         }
     }
 

@@ -81,11 +81,11 @@ extension FileSystem {
         }
         // A file with unsaved writes takes the change into its coming
         // upload instead of patching the object under it.
-        if let staged = state.withLock({ $0.staged[inode] }), staged.isDirty {
+        if let staged = state.withLock({ $0.staged[inode] }), staged.visibility == .shown(unsaved: true) {
             let view = staged.view(objectName: object)
             try check(view)
             try ExtendedAttributeRules.checkTotal(patch, on: view.customMetadata)
-            if staged.takeAlong(patch) { return staged.view(objectName: object) }
+            if writeBack.takeAlong(staged, patch) { return staged.view(objectName: object) }
         }
         var current = try await attributeCarrier(of: inode, record)
         for attempt in 1...2 {
@@ -135,7 +135,7 @@ extension FileSystem {
         guard let object = carrierName(record) else { return nil }
         // A file being written: what it will be once uploaded, as getattr
         // shows it (it may not be in the bucket yet).
-        if !fresh, let staged = state.withLock({ $0.staged[inode] }), staged.isLive {
+        if !fresh, let staged = state.withLock({ $0.staged[inode] }), staged.visibility != .hidden {
             return staged.view(objectName: object)
         }
         let now = clock.now

@@ -34,7 +34,7 @@ extension FileSystem {
         }
         let info = try await currentInfo(file.path)
         if writing {
-            let staged = try makeStagedFile(path: file.path, base: info, truncated: flags & O_TRUNC != 0)
+            let staged = try writeBack.makeStagedFile(path: file.path, base: info, truncated: flags & O_TRUNC != 0)
             guard let reply = try await attach(inode, staged, fresh: true, writable: true, truncate: flags & O_TRUNC != 0) else {
                 throw FSError(.ioError, "open of \(file.path): a new staged file was refused")
             }
@@ -91,16 +91,16 @@ extension FileSystem {
             guard s.inodes[inode] != nil else { throw FSError(.notFound, "inode \(inode) forgotten during open") }
             // A registered file is never retired (retiring unregisters it).
             let staged = s.staged[inode] ?? candidate
-            guard staged.attach(new: fresh || staged !== candidate, in: &s) else { return nil }
+            guard writeBack.handle(.attach(new: fresh || staged !== candidate), of: staged, in: &s) == .accepted(true) else { return nil }
             s.staged[inode] = staged
             // The kernel's cached pages may predate writes: drop them.
             return (newHandle(OpenFile(inode: inode, reader: nil, writable: writable), &s, keepCache: false), staged)
         }
         guard let (reply, staged) = attached else { return nil }
-        if fresh, staged !== candidate { discard(candidate) }
+        if fresh, staged !== candidate { writeBack.discard(candidate) }
         if truncate {
             do {
-                try await staged.truncate(to: 0, now: Timestamp(Date()), launch: launcher(staged, inode: inode))
+                try await writeBack.truncate(staged, to: 0)
             } catch {
                 try? await release(inode, handle: reply.handle)
                 throw error
@@ -158,7 +158,7 @@ extension FileSystem {
         guard file.writable, let staged else { throw FSError(.badHandle, "handle \(handle) is not open for writing") }
         guard offset >= 0 else { throw FSError(.invalid, "write at \(offset)") }
         guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(.tooLarge, "write past 5 TiB") }
-        try await write(data, at: offset, to: staged, inode: inode)
+        try await writeBack.write(data, at: offset, to: staged)
         FileSystemMetrics.writtenBytes.increment(by: Int64(data.count))
         return data.count
     }
@@ -170,7 +170,7 @@ extension FileSystem {
     /// not upload another handle's writes).
     public func flush(_ inode: UInt64, handle: UInt64, pid: Int32) async throws(FSError) {
         guard let (file, staged) = openFile(handle), file.writable, let staged else { return }
-        try await closed(staged, inode: inode, pid: pid)
+        try await writeBack.closed(staged, inode: inode, pid: pid)
     }
 
     /// Every close uploads (no process to ask about its other descriptors).
@@ -180,7 +180,7 @@ extension FileSystem {
 
     public func fsync(_ inode: UInt64, handle: UInt64) async throws(FSError) {
         guard let staged = openFile(handle)?.1 else { return }
-        try await upload(staged, inode: inode, reason: "fsync", interruptible: true)
+        try await writeBack.upload(staged, inode: inode, reason: "fsync", interruptible: true)
     }
 
     /// The last close of a file descriptor: its handle goes; one attached
@@ -195,7 +195,7 @@ extension FileSystem {
         file.reader?.close()
         // Only handles attached to the staged file (those without a reader
         // of their own) count among its handles.
-        if let staged, file.reader == nil { await released(staged, inode: inode) }
+        if let staged, file.reader == nil { await writeBack.released(staged, inode: inode) }
         state.withLock { s in
             s.inodes.unpin(file.inode)
             s.inodes.checkInvariants()

@@ -18,7 +18,7 @@ extension FileSystem {
         let path = try childPath(parent: parent, name: name, "lookup")
         let now = clock.now
         if let cached = try state.withLock({ s throws(FSError) -> EntryReply? in
-            if let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode], !staged.state(in: s).isUnlinked {
+            if let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode], staged.state(in: s).visibility != .hidden {
                 // Being written here: its staged state is the truth.
                 s.inodes.addLookups(inode)
                 return entryReply(stagedAttributes(staged, path: path, inode: inode, s))

@@ -33,7 +33,7 @@ extension FileSystem {
     /// (`keepOpenContent`).
     public func unlink(parent: UInt64, name: String) async throws(FSError) {
         let path = try existingEntryPath(parent: parent, name: name, "unlink")
-        let (kind, staged) = await unlinkName(path)
+        let (kind, staged) = await writeBack.unlinkName(path)
         if kind == .directory { throw FSError(.isDirectory, "unlink of directory \(path)") }
         try await deleteUnlinked(path, parent: parent, staged: staged)
     }
@@ -61,14 +61,14 @@ extension FileSystem {
         var kept = staged
         do {
             if generation == nil { generation = try await store.stat(objectName(path)).generation }
-            if let generation { kept = try await keepOpenContent(of: path, staged: staged, generation: generation) }
+            if let generation { kept = try await writeBack.keepOpenContent(of: path, staged: staged, generation: generation) }
             try await store.delete(objectName(path), ifGenerationMatch: generation)
         } catch .notFound {
             logger.debug("unlink: already gone", metadata: ["object": "\(objectName(path))"])
         } catch {
             let now = clock.now
             state.withLock { $0.metadata.apply(.forgotten(path, listing: false), now: now) }
-            kept?.relink()
+            writeBack.relink(kept)
             throw failure(error, during: .delete, "delete", path)
         }
         touchDirectories(parent)
@@ -146,7 +146,7 @@ extension FileSystem {
         let local = state.withLock { s in
             s.staged.contains { inode, staged in
                 guard let p = s.inodes[inode]?.path else { return false }
-                return p.hasPrefix(below) && !staged.state(in: s).isUnlinked
+                return p.hasPrefix(below) && staged.state(in: s).visibility != .hidden
             }
         }
         if local { return true }

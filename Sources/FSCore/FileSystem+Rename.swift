@@ -33,11 +33,11 @@ extension FileSystem {
         // A file being written under the target name is being replaced:
         // no upload of it starts any more, and one under way (a release's)
         // ends before the target's generation is taken as precondition.
-        let replaced = await unlinkName(target).staged
+        let replaced = await writeBack.unlinkName(target).staged
         do {
             try await rename(source, sourceNode, sourceKind, to: target, flags: flags)
         } catch {
-            replaced?.relink()
+            writeBack.relink(replaced)
             throw error
         }
         touchDirectories(parent, newParent)
@@ -107,7 +107,7 @@ extension FileSystem {
         if let staged, let inode {
             // The copy must carry the written bytes, and later uploads go
             // to the new name, so the whole content has to be local.
-            try await upload(staged, inode: inode, reason: "rename")
+            try await writeBack.upload(staged, inode: inode, reason: "rename")
             try await staged.fetchAll()
         }
         let info = try await currentInfo(source)
@@ -134,13 +134,13 @@ extension FileSystem {
             // The copy exists: report, leaving both names in the bucket.
             throw failure(error, during: .delete, "delete after copy", source)
         }
-        staged?.renamed(to: copied)
+        staged?.adoptBase(copied)
         let now = clock.now
         state.withLock { s in
             s.inodes.rename(from: source, to: target)
             s.metadata.apply(.renamed(from: source, to: target, file: copied), now: now)
         }
-        if let staged, let inode, staged.isJournaled { writeJournal(staged, inode: inode) }
+        if let staged { writeBack.renamed(staged) }
     }
 
     private func renameDirectory(_ source: String, to target: String, replacing targetNode: MetadataCache.Node) async throws(FSError) {
@@ -150,7 +150,7 @@ extension FileSystem {
             s.staged.compactMap { inode, staged in (s.inodes[inode]?.path.hasPrefix(below) ?? false) ? (inode, staged) : nil }
         }
         for (inode, staged) in pending {
-            try await upload(staged, inode: inode, reason: "rename of \(source)")
+            try await writeBack.upload(staged, inode: inode, reason: "rename of \(source)")
             try await staged.fetchAll()
         }
         let objects = try await listingReader.objectsBelow(source)
@@ -176,7 +176,7 @@ extension FileSystem {
         let renamed = Dictionary(uniqueKeysWithValues: copies.map { ($0.0.name, $0.1) })
         for (inode, staged) in pending {
             if let path = state.withLock({ $0.inodes[inode]?.path }), let copied = renamed[objectName(path)] {
-                staged.renamed(to: copied)
+                staged.adoptBase(copied)
             }
         }
         let now = clock.now
@@ -184,7 +184,7 @@ extension FileSystem {
             s.inodes.rename(from: source, to: target)
             s.metadata.apply(.renamed(from: source, to: target, file: nil), now: now)
         }
-        for (inode, staged) in pending where staged.isJournaled { writeJournal(staged, inode: inode) }
+        for (_, staged) in pending { writeBack.renamed(staged) }
     }
 
     /// Descriptors open for reading follow a renamed file, as on a local

@@ -8,10 +8,16 @@ public struct FileSystemStatus: Codable, Sendable, Equatable {
     public struct PendingUpload: Codable, Sendable, Equatable {
         public var path: String
         public var size: Int64
-        /// "writing" (open, changed since the last upload), "uploading" (an
-        /// upload is in flight) or "failed" (the last upload failed; the bytes
-        /// are in the recovery folder and are retried).
-        public var state: String
+        public enum State: String, Codable, Sendable {
+            /// Open, changed since the last upload.
+            case writing
+            /// An upload is in flight.
+            case uploading
+            /// The last upload failed; the bytes are in the recovery folder
+            /// and are retried.
+            case failed
+        }
+        public var state: State
         public var openHandles: Int
     }
 
@@ -57,10 +63,10 @@ extension FileSystem {
             for (inode, staged) in s.staged {
                 let path = "/" + (s.inodes[inode]?.path ?? "?")
                 let file = staged.state(in: s)
-                let state: String? = switch file.writeBack.phase {
-                case .dirty: "writing"
-                case .uploading: "uploading"
-                case .failed: "failed"
+                let state: FileSystemStatus.PendingUpload.State? = switch file.writeBack.phase {
+                case .dirty: .writing
+                case .uploading: .uploading
+                case .failed: .failed
                 case .clean, .unlinked, .retired: nil
                 }
                 if let state {

@@ -24,18 +24,20 @@ extension FileSystem {
             throw FSError(.notPermitted, "only regular files can be created: \(path)")
         }
         let metadata = await newEntryMetadata(parent: parent, type: UInt32(S_IFREG), mode: mode)
-        let staged = try makeStagedFile(path: path, base: nil, truncated: false)
-        staged.markCreated(metadata: metadata)
+        let staged = try writeBack.makeStagedFile(path: path, base: nil, truncated: false)
         let now = clock.now
         let (inode, entry) = state.withLock { s -> (UInt64, EntryReply) in
             let inode = s.inodes.lookup(path, kind: .file)
             s.metadata.apply(.forgotten(path, listing: false), now: now)
-            s.staged[inode] = s.staged[inode] ?? staged
+            if s.staged[inode] == nil {
+                s.staged[inode] = staged
+                writeBack.created(staged, metadata: metadata, in: &s)
+            }
             return (inode, entryReply(stagedAttributes(s.staged[inode]!, path: path, inode: inode, s)))
         }
         do {
             let open = try await self.open(inode, flags: flags & ~O_TRUNC)
-            if state.withLock({ $0.staged[inode] }) !== staged { discard(staged) }
+            if state.withLock({ $0.staged[inode] }) !== staged { writeBack.discard(staged) }
             touchDirectories(parent)
             return (entry, open)
         } catch {
@@ -87,33 +89,6 @@ extension FileSystem {
         try refuseIfReadOnly("\(operation) of \(name)")
         // One byte kept for the `/` a directory's placeholder adds.
         return try childPath(parent: parent, name: name, operation, invalidName: .invalid, reserve: 1, isNew: true)
-    }
-
-    func makeStagedFile(path: String, base: ObjectInfo?, truncated: Bool) throws(FSError) -> StagedFile {
-        let id = state.withLock { s -> UInt64 in
-            s.nextStagedID += 1
-            return s.nextStagedID
-        }
-        let local = try LocalFile.create("\(stagingDirectory)/\(id)")
-        let keepsBase = base.map { !truncated && $0.size > 0 } ?? false
-        do {
-            if keepsBase, let base { try local.truncate(to: base.size) }
-        } catch {
-            local.close()
-            Glibc.unlink(local.path)
-            throw error
-        }
-        let baseReader = keepsBase ? base.map { makeReader(path, $0) } : nil
-        let now = Timestamp(Date())
-        // A file that reaches the chunk size would go up in parts anyway
-        // (`ParallelUploads`): a stream would only be abandoned at close.
-        let streamChunk = parallelUploads.wouldTake(size: options.streamChunkSize) ? Int64.max : options.streamChunkSize
-        // Its state is registered in `state`, discarded with it (`discard`).
-        return state.withLock { s in
-            StagedFile(
-                id: id, lock: state, in: &s, file: local, base: base, baseReader: baseReader,
-                blockSize: readAhead.blockSize, streamChunk: streamChunk, now: now, logger: logger)
-        }
     }
 
     /// What `stat` shows for a staged file.

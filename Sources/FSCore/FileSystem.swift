@@ -25,22 +25,9 @@ public final class FileSystem: FileSystemOperations {
     let blockCache: BlockCache?
     let budget: ReadAheadBudget
     let readAhead: ReadAhead.Configuration
-    /// Where staged files live: `cacheDirectory/staging`, or a temporary
-    /// directory of this process without a cache directory.
-    let stagingDirectory: String
-    /// Failed uploads' bytes, leftovers and retries (nil without a cache
-    /// directory: then a failed upload's bytes stay only until release).
-    let recoveryStore: RecoveryStore?
-    /// Where the bytes of failed uploads are kept.
-    var recovery: RecoveryFolder? { recoveryStore?.folder }
-    /// Asked by flush whether the closing process holds the file open
-    /// elsewhere (nil: every flush of a dirty file uploads).
-    let descriptors: (any DescriptorProbe)?
-    /// Uploads the recovery folder's entries again while mounted (nil
-    /// without a recovery folder or with `recoveryRetryInterval` 0).
-    var retrier: RecoveryRetrier? { recoveryStore?.retrier }
-    /// Large files' uploads in parts side by side, and their leftovers.
-    let parallelUploads: ParallelUploads
+    /// The write-back executor: staged files, their uploads, the
+    /// recovery store (see `FileSystem+WriteBack.swift` for the forwards).
+    let writeBack: WriteBackStore
     /// See `setKernelCacheInvalidator` (nil: no kernel to tell, as in
     /// tests). A leaf lock: held only to read or set the closure.
     let kernelCacheInvalidator = OrderedLock<(@Sendable (KernelCacheEntries) -> Void)?>("kernel cache invalidator", nil)
@@ -52,14 +39,11 @@ public final class FileSystem: FileSystemOperations {
         var metadata: MetadataCache
         var directories: [UInt64: DirectoryHandle] = [:]
         var files: [UInt64: OpenFile] = [:]
-        /// Files being written, by inode (shared by all their handles).
-        var staged: [UInt64: StagedFile] = [:]
-        var nextStagedID: UInt64 = 0
+        /// Files being written and their write-back states (see
+        /// `StagedFiles`): under this lock, so nothing nests in it.
+        var staged = StagedFiles()
         /// Shared by directory and file handles, never reused.
         var nextHandle: UInt64 = 1
-        /// The write-back state of each staged file, by its id (see
-        /// `StagedFile`): under this lock, so nothing nests in it.
-        var stagedStates: [UInt64: StagedFile.State] = [:]
     }
 
     // A leaf of the lock order (docs/architecture.md#lock-order): no lock
@@ -94,7 +78,6 @@ public final class FileSystem: FileSystemOperations {
         descriptors: (any DescriptorProbe)? = nil, recovery: RecoveryStore? = nil
     ) {
         self.store = store
-        self.descriptors = descriptors
         self.options = options
         self.clock = clock
         self.logger = logger
@@ -109,19 +92,6 @@ public final class FileSystem: FileSystemOperations {
             }
         }
         self.blockCache = blockCache
-        let recoveryStore = recovery ?? options.cacheDirectory.map {
-            RecoveryStore(cacheDirectory: $0, store: store, options: options, logger: logger)
-        }
-        self.recoveryStore = recoveryStore
-        self.parallelUploads = ParallelUploads(store: store, options: options, logger: logger)
-        if let recoveryStore {
-            self.stagingDirectory = recoveryStore.stagingDirectory
-        } else {
-            // A fresh directory of this process: nothing to scan.
-            let staging = FileManager.default.temporaryDirectory.path + "/bucketfs-staging-\(getpid())-\(UUID().uuidString.prefix(8))"
-            self.stagingDirectory = staging
-            RecoveryFolder.makeStagingDirectory(staging, logger: logger)
-        }
         self.budget = ReadAheadBudget(limit: options.readAheadBudget)
         self.readAhead = ReadAhead.Configuration(
             initialWindow: options.readAheadInitial, maxWindow: options.readAheadMax,
@@ -135,9 +105,10 @@ public final class FileSystem: FileSystemOperations {
         self.state = state
         self.listingReader = ListingReader(
             store: store, clock: clock, logger: logger, cache: LockedMetadataCache(state), configuration: listings, statWidth: options.listingStatWidth)
-        retrier?.attach(
-            isBeingWritten: { [weak self] object in self?.isBeingWritten(object) ?? false },
-            uploaded: { [weak self] object, info in self?.noteRecovered(object, info) })
+        self.writeBack = WriteBackStore(
+            store: store, options: options, logger: logger, state: state, recovery: recovery, descriptors: descriptors,
+            blockSize: readAhead.blockSize)
+        writeBack.connect(self)
     }
 
     // MARK: - Shared helpers

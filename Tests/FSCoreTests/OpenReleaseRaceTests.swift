@@ -29,7 +29,7 @@ import Testing
         // The open has read `seen`; the last release retires it now.
         try await h.fs.release(inode, handle: handle)
         #expect(seen.withState { $0.writeBack.name == .retired })
-        #expect(h.fs.state.withLock { $0.stagedStates[seen.id] } == nil, "a discarded file's state is gone from the file system's")
+        #expect(h.fs.state.withLock { $0.staged.state(seen.id) } == nil, "a discarded file's state is gone from the file system's")
 
         let reply = try await h.fs.attach(inode, seen, fresh: false, writable: true, truncate: false)
         #expect(reply == nil, "a retired staged file must not get a handle")

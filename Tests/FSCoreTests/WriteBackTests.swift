@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import FSCore
 
@@ -9,13 +10,7 @@ import Testing
 struct WriteBackTests {
     private static let MiB: Int64 = 1 << 20
 
-    enum Event {
-        case attach(new: Bool), released, retire
-        case created, wrote(Range<Int64>), truncated(from: Int64, to: Int64), rideAlong
-        case uploadRequested, uploadStored(UInt64, hasContent: Bool), uploadFailed(UInt64), uploadEnded
-        case unlink, relink
-        case streamStarted(granularity: Int64?), streamSent(ok: Bool), takeStream
-    }
+    typealias Event = WriteBack.Event
 
     /// What an event returned, comparable in a table.
     enum Outcome: Equatable {
@@ -41,38 +36,20 @@ struct WriteBackTests {
         }
     }
 
+    /// The machine's effects as the rows write them.
     static func apply(_ event: Event, to machine: inout WriteBack) -> Outcome {
-        switch event {
-        case .attach(let new): return .accepted(machine.attach(new: new))
-        case .released: return .accepted(machine.released())
-        case .retire: return .retire(machine.retire())
-        case .created:
-            machine.created()
-            return .done
-        case .wrote(let range): return .actions(machine.wrote(range))
-        case .truncated(let from, let to): return machine.truncated(from: from, to: to).map(Outcome.actions) ?? .refused
-        case .rideAlong: return .accepted(machine.rideAlong())
-        case .uploadRequested: return .upload(machine.uploadRequested())
-        case .uploadStored(let version, let hasContent): return .actions(machine.uploadStored(version, hasContent: hasContent))
-        case .uploadFailed(let version):
-            machine.uploadFailed(version)
-            return .done
-        case .uploadEnded:
-            machine.uploadEnded()
-            return .done
-        case .unlink:
-            let (inFlight, actions) = machine.unlink()
-            return .unlinked(uploadInFlight: inFlight, actions)
-        case .relink:
-            machine.relink()
-            return .done
-        case .streamStarted(let granularity):
-            let (kept, actions) = machine.streamStarted(granularity: granularity)
-            return .streamStarted(kept: kept, actions)
-        case .streamSent(let ok):
-            machine.streamSent(ok: ok)
-            return .done
-        case .takeStream: return .take(machine.takeStream())
+        let effects = machine.handle(event)
+        switch (event, effects.answer) {
+        case (.truncated, .refused): return .refused
+        case (.streamStarted, .accepted(let kept)): return .streamStarted(kept: kept, effects.actions)
+        case (_, .accepted(let accepted)): return .accepted(accepted)
+        case (_, .upload(let step)): return .upload(step)
+        case (_, .retire(let step)): return .retire(step)
+        case (_, .unlinked(let inFlight)): return .unlinked(uploadInFlight: inFlight, effects.actions)
+        case (_, .take(let take)): return .take(take)
+        case (_, .refused): return .refused
+        case (.wrote, .none), (.truncated, .none), (.uploadStored, .none), (.renamed, .none): return .actions(effects.actions)
+        case (_, .none): return effects.actions.isEmpty ? .done : .actions(effects.actions)
         }
     }
 
@@ -261,18 +238,76 @@ struct WriteBackTests {
         run(open + [Row(.unlink, .unlinked(uploadInFlight: false, [.abandonStream]), .unlinked)])
     }
 
+    /// A rename is an event: the journal of a file with unsaved writes is
+    /// rewritten for the new name (a mount that dies before the upload
+    /// must leave the bytes under the name they now have); a clean file
+    /// has none to rewrite.
+    @Test func aRenameRewritesTheJournal() {
+        run([
+            Row(.attach(new: true), .accepted(true), .clean),
+            Row(.renamed, .actions([]), .clean),
+            Row(.wrote(0..<10), .actions([.writeJournal]), .dirty),
+            Row(.renamed, .actions([.writeJournal]), .dirty),
+            Row(.uploadRequested, .upload(.start(version: 1)), .uploading),
+            Row(.renamed, .actions([.writeJournal]), .uploading),
+            Row(.uploadStored(1, hasContent: true), .actions([.removeJournal]), .clean),
+            Row(.uploadEnded, .done, .clean),
+            Row(.renamed, .actions([]), .clean),
+        ])
+    }
+
+    /// The Tasks the executor makes for the machine's effects live in the
+    /// phase that has them (the stream's start while it starts, a send
+    /// while the stream is open, the upload while it is in flight), and a
+    /// session leaves the machine only taken over by an upload or handed
+    /// out to be abandoned.
+    @Test func tasksAndSessionsLiveInTheirPhase() {
+        struct NoPut: StreamingPut {
+            var granularity: Int64 { 1 }
+            var acknowledged: Int64 { 0 }
+            func send(upTo end: Int64) async throws(StoreError) {}
+            func finish(size: Int64) async throws(StoreError) -> ObjectInfo { ObjectInfo(name: "f", size: size, generation: 1, updated: Date()) }
+            func abandon() async {}
+        }
+        var machine = WriteBack(streamChunk: 1, emptyAtStart: true)
+        _ = machine.handle(.attach(new: true))
+        #expect(machine.handle(.wrote(0..<1)).actions == [.writeJournal, .startStream])
+        let start = Task<Void, Never> {}
+        _ = machine.handle(.launched(.streamStart(start)))
+        #expect(machine.stream == .starting(current: true, task: start))
+        let session = UploadStream(put: NoPut(), sentMetadata: [:])
+        let started = machine.handle(.streamStarted(granularity: 1, session: session))
+        #expect(started.answer == .accepted(true) && started.actions == [.sendStream(upTo: 1)])
+        #expect(machine.streamSession === session)
+        _ = machine.handle(.launched(.send(Task { .success(()) })))
+        // Written out of order: the session is dropped and handed out.
+        let moved = machine.handle(.wrote(0..<1))
+        #expect(moved.actions == [.abandonStream] && moved.abandoned === session && machine.streamSession == nil)
+        #expect(machine.handle(.uploadRequested).answer == .upload(.start(version: 2)))
+        let upload = Task<Result<Void, FSError>, Never> { .success(()) }
+        _ = machine.handle(.launched(.upload(upload)))
+        #expect(machine.upload?.task == upload)
+        #expect(machine.handle(.uploadRequested).answer == .upload(.join))
+        _ = machine.handle(.uploadEnded)
+        #expect(machine.upload == nil)
+
+        var streaming = WriteBack(streamChunk: 1, emptyAtStart: true)
+        _ = streaming.handle(.wrote(0..<1))
+        _ = streaming.handle(.streamStarted(granularity: 1, session: session))
+        _ = streaming.handle(.uploadRequested)
+        let taken = streaming.handle(.takeStream)
+        #expect(taken.answer == .take(.take(sendFailed: false)) && taken.taken?.session === session && taken.abandoned == nil)
+    }
+
     /// Attribute changes ride along only with a coming upload (dirty and
     /// live); else the caller patches the object.
     @Test func changesRideAlongOnlyWithAComingUpload() {
         var machine = WriteBack(streamChunk: Self.MiB, emptyAtStart: false)
-        let whenClean = machine.rideAlong()
-        #expect(!whenClean, "clean: patch the object")
-        _ = machine.wrote(0..<1)
-        let whenDirty = machine.rideAlong()
-        #expect(whenDirty && machine.version == 2, "dirty: counts as a change")
-        _ = machine.unlink()
-        let whenUnlinked = machine.rideAlong()
-        #expect(!whenUnlinked)
+        #expect(machine.handle(.rideAlong).answer == .accepted(false), "clean: patch the object")
+        _ = machine.handle(.wrote(0..<1))
+        #expect(machine.handle(.rideAlong).answer == .accepted(true) && machine.version == 2, "dirty: counts as a change")
+        _ = machine.handle(.unlink)
+        #expect(machine.handle(.rideAlong).answer == .accepted(false))
     }
 
     /// What the recovery retrier asks: it must not upload an entry over a
@@ -280,23 +315,22 @@ struct WriteBackTests {
     @Test func unsavedWritesAreThoseOfALiveName() {
         var machine = WriteBack(streamChunk: Self.MiB, emptyAtStart: true)
         #expect(!machine.holdsUnsavedWrites)
-        _ = machine.wrote(0..<1)
+        _ = machine.handle(.wrote(0..<1))
         #expect(machine.holdsUnsavedWrites && machine.owesFinalUpload)
-        machine.uploadFailed(1)
+        _ = machine.handle(.uploadFailed(1))
         #expect(machine.holdsUnsavedWrites && !machine.owesFinalUpload, "failed: the recovery folder has it")
-        _ = machine.unlink()
+        _ = machine.handle(.unlink)
         #expect(!machine.holdsUnsavedWrites)
     }
 
     /// `touch` and `> f`: created, nothing since.
     @Test func untouchedSinceCreate() {
         var machine = WriteBack(streamChunk: Self.MiB, emptyAtStart: true)
-        machine.created()
+        _ = machine.handle(.created)
         #expect(machine.untouchedSinceCreate)
-        let noChange = machine.truncated(from: 0, to: 0)
-        #expect(noChange == [], "a no-op truncation is no change")
+        #expect(machine.handle(.truncated(from: 0, to: 0)) == WriteBack.Effects(), "a no-op truncation is no change")
         #expect(machine.untouchedSinceCreate)
-        _ = machine.wrote(0..<1)
+        _ = machine.handle(.wrote(0..<1))
         #expect(!machine.untouchedSinceCreate)
     }
 }

@@ -18,7 +18,7 @@ import Glibc
 /// upload: the stream is an optimisation, never the only way the bytes can
 /// go. When to start, send and abandon is the `WriteBack` machine's call;
 /// this is the executor's side.
-final class UploadStream: Sendable {
+final class UploadStream: Sendable, Hashable {
     let put: any StreamingPut
     /// The metadata the session was started with; if the upload's metadata
     /// differs at finish (the mtime moved on, a chmod came), one patch
@@ -29,6 +29,10 @@ final class UploadStream: Sendable {
         self.put = put
         self.sentMetadata = sentMetadata
     }
+
+    /// One session is itself only.
+    static func == (a: UploadStream, b: UploadStream) -> Bool { a === b }
+    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
 /// An open stream handed to the upload that finishes it: its latest send,
@@ -40,57 +44,10 @@ struct TakenStream: Sendable {
     let sendFailed: Bool
 }
 
-extension FileSystem {
-    /// Launches, under the file's lock, the machine's actions that must be
-    /// there (see `StagedFile.transition`): the stream's start and sends,
-    /// whose Tasks an upload must find to wait for, and the abandon, which
-    /// takes the stream out of the state. The journal is left for after.
-    func launcher(_ staged: StagedFile, inode: UInt64) -> StagedFile.Launch {
-        { [self] action, s in
-            switch action {
-            case .startStream:
-                let options = Self.uploadOptions(s)
-                s.streamStart = Task { await self.startStream(staged, inode: inode, options: options) }
-                return true
-            case .sendStream(let end):
-                guard let stream = s.stream else { return true }
-                s.streamSend = Task { await self.send(stream, upTo: end, of: staged) }
-                return true
-            case .abandonStream:
-                return Self.endingStream(action, &s)
-            case .writeJournal, .removeJournal:
-                return false
-            }
-        }
-    }
-
-    /// The launcher of events that can only end the stream (unlink, a
-    /// rename over the file): takes it out of the state and abandons its
-    /// session.
-    static func endingStream(_ action: WriteBack.Action, _ s: inout StagedFile.State) -> Bool {
-        guard action == .abandonStream else { return false }
-        if let stream = s.stream {
-            s.stream = nil
-            s.streamSend = nil
-            Task { await stream.put.abandon() }
-        }
-        return true
-    }
-
-    /// Performs what `launcher` left for after the lock.
-    func perform(_ actions: [WriteBack.Action], _ staged: StagedFile, inode: UInt64) {
-        for action in actions {
-            switch action {
-            case .writeJournal: writeJournal(staged, inode: inode)
-            // `StagedFile.uploaded` removes the journal under the lock (a
-            // write racing it must re-create it after, not before), and
-            // launch ran the stream's actions there.
-            case .removeJournal, .startStream, .sendStream, .abandonStream: break
-            }
-        }
-    }
-
-    private func send(_ stream: UploadStream, upTo end: Int64, of staged: StagedFile) async -> Result<Void, StoreError> {
+/// The executor's side of the stream: the start and the sends the machine
+/// asks for (launched under the lock by `WriteBackStore.handle`).
+extension WriteBackStore {
+    func send(_ stream: UploadStream, upTo end: Int64, of staged: StagedFile) async -> Result<Void, StoreError> {
         let result: Result<Void, StoreError>
         do {
             try await stream.put.send(upTo: end)
@@ -99,13 +56,15 @@ extension FileSystem {
             logger.warning("streaming upload failed; the close will upload the whole file", metadata: ["cause": "\(error)"])
             result = .failure(error)
         }
-        staged.streamSent(stream, ok: (try? result.get()) != nil)
+        // Only while it is still the file's stream.
+        let ok = (try? result.get()) != nil
+        handle({ s in s.writeBack.streamSession === stream ? .streamSent(ok: ok) : nil }, of: staged)
         return result
     }
 
-    private func startStream(_ staged: StagedFile, inode: UInt64, options: PutOptions) async {
+    func startStream(_ staged: StagedFile, inode: UInt64?, options: PutOptions) async {
         var put: (any StreamingPut)?
-        if let path = state.withLock({ $0.inodes[inode]?.path }) {
+        if let inode, let path = path(of: inode) {
             do {
                 put = try await store.startStreamingPut(objectName(path), from: staged.file.path, options: options)
             } catch {
@@ -113,14 +72,34 @@ extension FileSystem {
             }
         }
         let stream = put.map { UploadStream(put: $0, sentMetadata: options.customMetadata) }
-        let (kept, later) = staged.transition({ s -> (Bool, [WriteBack.Action]) in
-            s.streamStart = nil
-            let (kept, actions) = s.writeBack.streamStarted(granularity: put?.granularity)
-            // Before the actions are launched: they send on it.
-            if kept { s.stream = stream }
-            return (kept, actions)
-        }, launch: launcher(staged, inode: inode))
-        perform(later, staged, inode: inode)
-        if !kept, let put { await put.abandon() }
+        // Kept, the session is the machine's (the first send goes on it);
+        // if not, it is abandoned here.
+        let answer = handle(.streamStarted(granularity: put?.granularity, session: stream), of: staged)
+        if answer != .accepted(true), let put { await put.abandon() }
+    }
+
+    /// An upload takes the open stream over: waits while its start is in
+    /// flight; nil if there is none.
+    func takeStream(of staged: StagedFile) async -> TakenStream? {
+        while true {
+            var starting: WriteBack.StartTask?
+            var taken: TakenStream?
+            let answer = handle(.takeStream, of: staged) { s, effects in
+                switch effects.answer {
+                case .take(.take(let failed)):
+                    taken = effects.taken.map { TakenStream(stream: $0.session, lastSend: $0.lastSend, sendFailed: failed) }
+                case .take(.waitForStart):
+                    if case .starting(_, let task) = s.writeBack.stream { starting = task }
+                default: break
+                }
+            }
+            switch answer {
+            case .take(.waitForStart):
+                // Set in the same critical section as `.starting`.
+                if let starting { await starting.value } else { await Task.yield() }
+            case .take(.take): return taken
+            default: return nil
+            }
+        }
     }
 }

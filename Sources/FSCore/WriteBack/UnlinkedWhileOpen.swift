@@ -9,7 +9,7 @@ import Foundation
 /// itself, move onto a staged copy of the generation they pinned. The
 /// staged file is marked unlinked by the caller, so it is never uploaded;
 /// the last release deletes it.
-extension FileSystem {
+extension WriteBackStore {
     /// The name `path` is going away (unlink, or a rename over it): its
     /// staged file, found and unlinked in one critical section, uploads
     /// nothing from now on; an upload already under way (a release's) is
@@ -21,7 +21,11 @@ extension FileSystem {
             guard let inode = s.inodes.inode(forPath: path) else { return (nil, nil, nil) }
             let kind = s.inodes[inode]?.kind
             guard kind != .directory, let staged = s.staged[inode] else { return (kind, nil, nil) }
-            return (kind, staged, staged.unlink(in: &s, launch: Self.endingStream))
+            var inFlight: Task<Result<Void, FSError>, Never>?
+            handle(.unlink, of: staged, in: &s) { state, effects in
+                if effects.answer == .unlinked(uploadInFlight: true) { inFlight = state.writeBack.upload?.task }
+            }
+            return (kind, staged, inFlight)
         }
         if let inFlight { _ = await inFlight.value }
         return (kind, staged)
@@ -57,7 +61,7 @@ extension FileSystem {
         }
         guard let (inode, info) = pinned else { return nil }
         let copy = try makeStagedFile(path: path, base: info, truncated: false)
-        copy.markUnlinked()
+        handle(.unlink, of: copy)
         do {
             try await copy.fetchAll()
         } catch {
@@ -74,7 +78,7 @@ extension FileSystem {
                 readers.append(file.reader!)
             }
             guard !readers.isEmpty else { return nil }
-            copy.adopt(handles: readers.count, in: &s)
+            handle(.adopt(handles: readers.count), of: copy, in: &s)
             s.staged[inode] = copy
             return readers
         }

@@ -3,20 +3,84 @@ import Foundation
 import Glibc
 #endif
 
-/// The write-back executor: what a writable handle's write, close and
-/// release, an fsync, a rename and the unmount call to change and store a
-/// staged file, the uploads it runs, and what a failed upload leaves (the
-/// recovery folder, a log line, the errno). When an upload starts, who
-/// waits and when a file is discarded are the `WriteBack` machine's calls;
-/// the stream's side is `Stream.swift`.
-extension FileSystem {
+/// The executor's handle events and uploads: what a writable handle's
+/// write, close and release, an fsync, a truncate, a rename and the unmount
+/// call to change and store a staged file, the uploads it runs, and what a
+/// failed upload leaves (the recovery folder, a log line, the errno). When
+/// an upload starts, who waits and when a file is discarded are the
+/// `WriteBack` machine's calls; the stream's side is `Stream.swift`.
+extension WriteBackStore {
     // MARK: - Handle events
 
     /// A write through a writable handle: the bytes go to the staged file;
     /// the journal and the stream follow as the machine says.
-    func write(_ data: Data, at offset: Int64, to staged: StagedFile, inode: UInt64) async throws(FSError) {
-        let later = try await staged.write(data, at: offset, now: Timestamp(Date()), launch: launcher(staged, inode: inode))
-        perform(later, staged, inode: inode)
+    func write(_ data: Data, at offset: Int64, to staged: StagedFile) async throws(FSError) {
+        guard !data.isEmpty else { return }
+        let now = Timestamp(Date())
+        let range = offset..<(offset + Int64(data.count))
+        try await staged.content.write(data, at: offset)
+        handle(.wrote(range), of: staged) { s, _ in
+            s.size = max(s.size, range.upperBound)
+            s.modificationTime = now
+        }
+    }
+
+    /// Sets the size: shrinking forgets the base bytes past it, growing
+    /// adds zeros. A no-op change is not a change (`> f` on an empty file
+    /// uploads nothing). Returns false, changing nothing, if the file was
+    /// retired meanwhile (its last release finished: the change must go to
+    /// the object).
+    @discardableResult
+    func truncate(_ staged: StagedFile, to newSize: Int64) async throws(FSError) -> Bool {
+        // Base bytes past the new end are forgotten first, so that no fetch
+        // starts past it; those in flight are waited for (they would write
+        // base bytes back past the new end).
+        staged.content.forgetBase(from: newSize)
+        await staged.content.waitForFetches()
+        let now = Timestamp(Date())
+        var changed = false
+        let answer = handle({ s in .truncated(from: s.size, to: newSize) }, of: staged) { s, effects in
+            guard effects.answer != .refused, s.size != newSize else { return }
+            s.size = newSize
+            s.modificationTime = now
+            changed = true
+        }
+        guard answer != .refused else { return false }
+        if changed { try staged.file.truncate(to: newSize) }
+        return true
+    }
+
+    /// A file made by create: it must reach the bucket even if nothing
+    /// is written (`touch`), with its mode when not the mount's default.
+    /// Under the file system's lock, with its registration.
+    func created(_ staged: StagedFile, metadata: [String: String], in s: inout FileSystem.State) {
+        handle(.created, of: staged, in: &s) { state, _ in
+            for (key, value) in metadata { state.pendingMetadata[key] = value }
+        }
+    }
+
+    /// Applies a change that is to ride along with the coming upload, if
+    /// there is one: only while the file is dirty and not retired (else
+    /// false: the caller changes the object itself). The change counts as
+    /// a write, so an upload already in flight is followed by another.
+    func rideAlong(_ staged: StagedFile, _ change: (inout StagedFile.State) -> Void) -> Bool {
+        handle(.rideAlong, of: staged) { s, effects in
+            if effects.answer == .accepted(true) { change(&s) }
+        } == .accepted(true)
+    }
+
+    /// A metadata change (xattrs) made while the file has unsaved writes:
+    /// custom keys and standard properties go with the coming upload.
+    func takeAlong(_ staged: StagedFile, _ patch: MetadataPatch) -> Bool {
+        rideAlong(staged) { s in
+            for (key, value) in patch.customMetadata { s.pendingMetadata[key] = value }
+            s.pendingProperties.properties.merge(patch.properties)
+        }
+    }
+
+    /// The delete or rename of the name failed: it is the file's again.
+    func relink(_ staged: StagedFile?) {
+        if let staged { handle(.relink, of: staged) }
     }
 
     /// A writable handle's close (flush) uploads, and reports a failure.
@@ -41,7 +105,7 @@ extension FileSystem {
     /// leaves the bytes in the recovery folder and a log line. Then the
     /// local copy is deleted.
     func released(_ staged: StagedFile, inode: UInt64) async {
-        if staged.released() { await retire(staged, inode: inode) }
+        if handle(.released, of: staged) == .accepted(true) { await retire(staged, inode: inode) }
     }
 
     /// Uploads what `staged` still owes (repeating while changes that ride
@@ -53,12 +117,12 @@ extension FileSystem {
             if staged.needsFinalUpload { _ = try? await upload(staged, inode: inode, reason: "release") }
             let retired = state.withLock { s -> Bool? in
                 guard s.staged[inode] === staged else { return false }
-                switch staged.retire(in: &s) {
-                case .keep: return false
-                case .uploadFirst: return nil
-                case .discard:
+                switch handle(.retire, of: staged, in: &s) {
+                case .retire(.uploadFirst): return nil
+                case .retire(.discard):
                     s.staged[inode] = nil
                     return true
+                default: return false
                 }
             }
             switch retired {
@@ -71,7 +135,7 @@ extension FileSystem {
     }
 
     /// Uploads every dirty file (unmount, SIGTERM); returns how many failed.
-    public func flushAll() async -> Int {
+    func flushAll() async -> Int {
         let all = state.withLock { Array($0.staged) }
         var failed = 0
         for (inode, staged) in all where staged.isDirty {
@@ -82,6 +146,14 @@ extension FileSystem {
             }
         }
         return failed
+    }
+
+    /// Sets the size of `staged` (see `StagedFile.truncate`); false if it
+    /// was retired meanwhile (the change must go to the object).
+    /// The inode of `staged` has a new name (a rename, after the copy
+    /// became its base, `StagedFile.adoptBase`): the journal follows it.
+    func renamed(_ staged: StagedFile) {
+        handle(.renamed, of: staged)
     }
 
     // MARK: - Upload
@@ -95,10 +167,22 @@ extension FileSystem {
     /// truncate by path) go on with the uploaded file, so they wait.
     func upload(_ staged: StagedFile, inode: UInt64, reason: String, interruptible: Bool = false) async throws(FSError) {
         while true {
-            let requested = staged.requestUpload {
-                Task { await self.performUpload(staged, inode: inode, reason: reason) }
+            // The upload is the file's Task, made under the lock so that a
+            // second flush joins it.
+            var task: Task<Result<Void, FSError>, Never>?
+            var mine = false
+            handle(.uploadRequested, of: staged) { s, effects in
+                switch effects.answer {
+                case .upload(.start):
+                    let made = Task { await self.performUpload(staged, inode: inode, reason: reason) }
+                    _ = s.writeBack.handle(.launched(.upload(made)))
+                    mine = true
+                case .upload(.join): break
+                default: return
+                }
+                task = s.writeBack.upload?.task
             }
-            guard let (task, mine) = requested else { return }
+            guard let task else { return }
             // An interrupted close or fsync answers EINTR at once; the
             // upload goes on (and, past its window, leaves the bytes in the
             // recovery folder), so the interruption loses nothing.
@@ -114,7 +198,9 @@ extension FileSystem {
     }
 
     private func performUpload(_ staged: StagedFile, inode: UInt64, reason: String) async -> Result<Void, FSError> {
-        defer { staged.uploadEnded() }
+        defer {
+            handle(.uploadEnded, of: staged)
+        }
         let snapshot = staged.current
         guard let path = state.withLock({ $0.inodes[inode]?.path }) else {
             return .failure(FSError(.ioError, "inode \(inode) unknown at \(reason)"))
@@ -131,19 +217,26 @@ extension FileSystem {
         }
         let plan = ObjectUploader.Plan(
             name: name, localPath: staged.file.path, options: options, size: snapshot.size,
-            stream: await staged.takeStream(), streamCarriesContent: snapshot.writeBack.streamCarries(size: snapshot.size), reason: reason)
+            stream: await takeStream(of: staged), streamCarriesContent: snapshot.writeBack.streamCarries(size: snapshot.size), reason: reason)
         let info: ObjectInfo
         switch await uploader.upload(plan) {
         case .success(let stored): info = stored
         case .failure(let error):
             return .failure(await uploadFailed(staged, path: path, version: snapshot.writeBack.version, options: options, error, reason))
         }
-        staged.uploaded(version: snapshot.writeBack.version, info: info, sentMetadata: snapshot.pendingMetadata)
+        // The new base; the local file holds all of it (`fetchAll` ran).
+        // Once clean, the journal goes, under the lock.
+        handle({ s in .uploadStored(snapshot.writeBack.version, hasContent: s.size > 0) }, of: staged) { s, _ in
+            for (key, value) in snapshot.pendingMetadata where s.pendingMetadata[key] == value { s.pendingMetadata[key] = nil }
+            s.pendingProperties = MetadataPatch()
+            s.base = info
+        }
+        staged.content.holdsEverything()
         recovery?.remove(objectName: name)
         // Only while the name is still this file's: an upload that ends
         // after the name was unlinked or renamed over must not bring its
         // old attributes back under that name.
-        if state.withLock({ $0.inodes.inode(forPath: path) == inode }) { noteUploaded(path, info) }
+        if state.withLock({ $0.inodes.inode(forPath: path) == inode }) { served?.noteUploaded(path, info) }
         logger.debug("uploaded", metadata: ["object": "\(name)", "size": "\(info.size)", "generation": "\(info.generation)", "on": "\(reason)"])
         return .success(())
     }
@@ -179,7 +272,7 @@ extension FileSystem {
         _ staged: StagedFile, path: String, version: UInt64, options: PutOptions, _ error: StoreError, _ reason: String
     ) async -> FSError {
         let name = objectName(path)
-        staged.uploadFailed(version: version)
+        handle(.uploadFailed(version), of: staged)
         // Only a transient failure is retried in the background; the entry
         // says so from the start, as `bucketfs status` reports it.
         let notRetried: String? = if !error.isTransient {
@@ -198,7 +291,7 @@ extension FileSystem {
             "background retries": "\(retried ? "yes, while mounted" : "no (\(notRetried ?? "no recovery entry"))")",
         ])
         if retried { retrier?.track([name]) }
-        if case .preconditionFailed = error { await forgetReplaced(path, pages: true) }
+        if case .preconditionFailed = error { await served?.forgetReplaced(path, pages: true) }
         return failure
     }
 
@@ -217,34 +310,5 @@ extension FileSystem {
         } catch {
             logger.warning("cannot write the journal of a staged file", metadata: ["path": "\(staged.journalPath)", "cause": "\(error)"])
         }
-    }
-
-    /// Deletes a staged file: its state, stream, local copy and journal.
-    func discard(_ staged: StagedFile) {
-        if let stream = staged.unregister()?.stream { Task { await stream.put.abandon() } }
-        staged.content.delete(journal: staged.journalPath)
-    }
-
-    /// Whether a file of this mount holds unsaved writes for `object`.
-    func isBeingWritten(_ object: String) -> Bool {
-        guard object.hasPrefix(objectPrefix) else { return false }
-        let path = String(object.dropFirst(objectPrefix.count))
-        return state.withLock { s in
-            guard let inode = s.inodes.inode(forPath: path), let staged = s.staged[inode] else { return false }
-            return staged.state(in: s).writeBack.holdsUnsavedWrites
-        }
-    }
-
-    // MARK: - What the mount shows
-
-    /// A recovery entry was uploaded in the background: the mount shows it.
-    func noteRecovered(_ object: String, _ info: ObjectInfo) {
-        guard object.hasPrefix(objectPrefix) else { return }
-        noteUploaded(String(object.dropFirst(objectPrefix.count)), info)
-    }
-
-    func noteUploaded(_ path: String, _ info: ObjectInfo) {
-        let now = clock.now
-        state.withLock { $0.metadata.apply(.patched(path, .file(info)), now: now) }
     }
 }

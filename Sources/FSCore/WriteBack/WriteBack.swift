@@ -1,8 +1,10 @@
 /// The write-back lifecycle of one staged file, as a value-type state
-/// machine: its owner (`StagedFile`, under the file system's lock) feeds it each event and
-/// the executor (`FileSystem`'s write-back extensions) performs the actions
-/// it returns. No I/O, no Task and no clock in here, so the races of the
-/// write path are table tests of this type (`WriteBackTests`).
+/// machine with one entry, `handle(_ event:) -> Effects`: the executor
+/// (`WriteBackStore.handle`, under the file system's lock) tells it each
+/// event and runs the effects it returns. No I/O and no clock in here, and
+/// no Task is made or awaited (it holds those the executor made for its
+/// effects, in the phase they belong to), so the races of the write path
+/// are table tests of this type (`WriteBackTests`).
 ///
 /// What it decides, and nothing else decides:
 /// - whether the file holds unsaved writes (`version` against the uploaded
@@ -15,18 +17,12 @@
 /// - the streamed upload of a file written in order: when it starts, what
 ///   it sends, when it is abandoned, and that the close takes it over.
 ///
-/// The phases a person sees (`bucketfs status`, the design note's diagram):
-///
-/// | phase     | means                                         | left by                              |
-/// |-----------|-----------------------------------------------|--------------------------------------|
-/// | clean     | the bucket holds every byte                   | a write, truncate or attribute change → dirty |
-/// | dirty     | unsaved changes                               | flush/fsync/last release → uploading; unlink → unlinked |
-/// | uploading | one upload of a snapshot version in flight    | stored → clean (or dirty if written meanwhile); failed → failed |
-/// | failed    | the last attempt failed; bytes in recovery    | a new change → dirty; flush → uploading |
-/// | unlinked  | the name was unlinked or renamed over         | a failed unlink → back; last release → retired |
-/// | retired   | last handle gone, local copy deleted (final)  | —                                    |
-struct WriteBack: Sendable, Equatable {
-    enum Name: Sendable, Equatable {
+/// The phases a person sees (`bucketfs status`, the design note's
+/// diagram) and what moves a file between them are `transitions`, the
+/// machine's own table; `WriteBackTransitionTests` explores the machine to
+/// check it and checks docs/architecture.md's table against it.
+struct WriteBack: Sendable, Hashable {
+    enum Name: Sendable, Hashable {
         /// Bound to its name: changes are uploaded there.
         case live
         /// Unlinked, or replaced by a rename: never uploaded again (unless
@@ -36,21 +32,129 @@ struct WriteBack: Sendable, Equatable {
         case retired
     }
 
-    enum Phase: String, Sendable, Equatable {
-        case clean, dirty, uploading, failed, unlinked, retired
+    enum Phase: String, Sendable, Hashable, CaseIterable {
+        /// The bucket holds every byte.
+        case clean
+        /// Unsaved changes.
+        case dirty
+        /// One upload of a snapshot version in flight.
+        case uploading
+        /// The last attempt failed; its bytes are in the recovery folder.
+        case failed
+        /// The name was unlinked or renamed over: nothing is uploaded.
+        case unlinked
+        /// Last handle gone, local copy deleted (final).
+        case retired
     }
 
+    /// What the mount shows under the file's name: the one question code
+    /// outside `WriteBack/` asks of a staged file.
+    enum Visibility: Sendable, Equatable {
+        /// The name shows this file: stat, getxattr, lookups and listings
+        /// show its staged view. `unsaved`: it holds changes the bucket
+        /// lacks (a metadata change rides along with the coming upload).
+        case shown(unsaved: Bool)
+        /// The name is not this file's (unlinked, renamed over, retired):
+        /// it shows what the bucket holds.
+        case hidden
+    }
+
+    /// The events that move a file between phases, as the transition
+    /// table names them.
+    enum EventName: String, Sendable, Hashable, CaseIterable {
+        case created, wrote, truncated, rideAlong, uploadRequested, uploadStored, uploadEnded, unlink, relink, retire
+    }
+
+    /// One row of the transition table: `event` in phase `from` can leave
+    /// the file in phase `to`.
+    struct Transition: Sendable, Hashable {
+        let from: Phase
+        let event: EventName
+        let to: Phase
+        let note: String
+        init(_ from: Phase, _ event: EventName, _ to: Phase, _ note: String) {
+            self.from = from
+            self.event = event
+            self.to = to
+            self.note = note
+        }
+    }
+
+    /// Every change of phase the machine makes (a file starts clean; events
+    /// not listed leave the phase as it is). docs/architecture.md shows
+    /// this table; the tests check both against the machine.
+    static let transitions: [Transition] = [
+        Transition(.clean, .created, .dirty, "create: the file must reach the bucket even if nothing is written"),
+        Transition(.clean, .wrote, .dirty, "a write"),
+        Transition(.clean, .truncated, .dirty, "a truncate to another size"),
+        Transition(.clean, .wrote, .uploading, "a write after an upload stored every byte, before its uploader is done"),
+        Transition(.clean, .truncated, .uploading, "a truncate after an upload stored every byte, before its uploader is done"),
+        Transition(.clean, .unlink, .unlinked, "unlink, or renamed over"),
+        Transition(.clean, .retire, .retired, "last release: the local copy is deleted"),
+        Transition(.dirty, .uploadRequested, .uploading, "close, fsync, last release, rename, unmount"),
+        Transition(.dirty, .unlink, .unlinked, "unlink, or renamed over"),
+        Transition(.uploading, .uploadStored, .clean, "stored, nothing written meanwhile"),
+        Transition(.uploading, .uploadEnded, .dirty, "the uploader is done; written meanwhile"),
+        Transition(.uploading, .uploadEnded, .failed, "the uploader is done; failed past --upload-retry-time, or a 4xx"),
+        Transition(.uploading, .unlink, .unlinked, "unlink, or renamed over (the unlink waits for the upload)"),
+        Transition(.uploading, .retire, .retired, "last release after the upload failed, before its uploader is done"),
+        Transition(.failed, .wrote, .dirty, "a new change"),
+        Transition(.failed, .truncated, .dirty, "a new change"),
+        Transition(.failed, .rideAlong, .dirty, "a new change (chmod, utimens, xattr: they ride along only while there are unsaved changes)"),
+        Transition(.failed, .uploadRequested, .uploading, "close, fsync, rename, unmount try again"),
+        Transition(.failed, .unlink, .unlinked, "unlink, or renamed over"),
+        Transition(.failed, .retire, .retired, "last release: the recovery folder has the bytes"),
+        Transition(.unlinked, .relink, .clean, "the delete or rename failed: back where it was"),
+        Transition(.unlinked, .relink, .dirty, "the delete or rename failed: back where it was"),
+        Transition(.unlinked, .relink, .uploading, "the delete or rename failed: back where it was"),
+        Transition(.unlinked, .relink, .failed, "the delete or rename failed: back where it was"),
+        Transition(.unlinked, .retire, .retired, "last release: nothing uploaded"),
+    ]
+
     /// The upload started while the file is written in order.
-    enum Stream: Sendable, Equatable {
+    enum Stream: Sendable, Hashable {
         case none
         /// Its start request is in flight; `current`: nothing has happened
         /// since that makes the session useless (a truncation, a write out
         /// of order, an unlink).
-        case starting(current: Bool)
+        case starting(current: Bool, task: StartTask?)
         /// Open: bytes below `requested` are asked to be sent, in steps of
         /// `granularity`; one send at a time; after a failed send it only
         /// waits to be abandoned (the close uploads the whole file).
-        case open(requested: Int64, granularity: Int64, sending: Bool, failed: Bool)
+        case open(OpenStream)
+    }
+
+    /// The Tasks the executor made for the machine's effects, held in the
+    /// phase they belong to (the machine never makes, awaits or cancels
+    /// one): a second flush joins the upload's, an upload waits for the
+    /// stream's start and its latest send.
+    typealias UploadTask = Task<Result<Void, FSError>, Never>
+    typealias StartTask = Task<Void, Never>
+    typealias SendTask = Task<Result<Void, StoreError>, Never>
+
+    /// The upload in flight: the version it uploads, and its Task once made.
+    struct Upload: Sendable, Hashable {
+        let version: UInt64
+        var task: UploadTask?
+    }
+
+    struct OpenStream: Sendable, Hashable {
+        var requested: Int64
+        var granularity: Int64
+        var sending = false
+        var failed = false
+        /// The session (nil only in table tests, which need none).
+        var session: UploadStream?
+        /// The latest send's Task, once made.
+        var lastSend: SendTask?
+    }
+
+    /// A Task the executor made for an effect, in the event's critical
+    /// section.
+    enum Launched: Sendable, Equatable {
+        case upload(UploadTask)
+        case streamStart(StartTask)
+        case send(SendTask)
     }
 
     enum Action: Sendable, Equatable {
@@ -65,6 +169,154 @@ struct WriteBack: Sendable, Equatable {
         case sendStream(upTo: Int64)
         /// The stream no longer carries the content: end its session.
         case abandonStream
+    }
+
+    /// What the machine is told: every event of a staged file's life.
+    enum Event: Sendable, Equatable {
+        /// An open attaches a handle; `new`: the file was made for it.
+        case attach(new: Bool)
+        /// Handles move onto this file at once (readers of an unlinked
+        /// generation).
+        case adopt(handles: Int)
+        /// A handle was released.
+        case released
+        /// After the last release, and after each upload it led to.
+        case retire
+        /// create made the file: it must reach the bucket even if empty.
+        case created
+        case wrote(Range<Int64>)
+        case truncated(from: Int64, to: Int64)
+        /// A change to ride along with the coming upload (chmod, utimens,
+        /// xattrs of a dirty file).
+        case rideAlong
+        /// A flush, fsync, release, rename or the unmount asks for an upload.
+        case uploadRequested
+        /// The upload of this version stored it; `hasContent`: not empty.
+        case uploadStored(UInt64, hasContent: Bool)
+        /// The upload of this version failed (its bytes are in recovery).
+        case uploadFailed(UInt64)
+        /// The uploader is done (after stored or failed).
+        case uploadEnded
+        /// Unlinked, or about to be replaced by a rename.
+        case unlink
+        /// The delete or rename failed: the name is the file's again.
+        case relink
+        /// The file's name changed (a rename of it).
+        case renamed
+        /// The stream's start request ended: a session of this
+        /// granularity, or nil if none could be started.
+        case streamStarted(granularity: Int64?, session: UploadStream? = nil)
+        case streamSent(ok: Bool)
+        /// The executor made the Task of an effect (an upload it was told
+        /// to start, the stream's start or a send).
+        case launched(Launched)
+        /// An upload takes the stream over.
+        case takeStream
+    }
+
+    /// The machine's answer to the one who told it an event.
+    enum Answer: Sendable, Equatable {
+        case none
+        /// attach: a handle was attached; released: it was the last;
+        /// rideAlong: the change rides along; streamStarted: the session is
+        /// kept (if not, the caller abandons it).
+        case accepted(Bool)
+        /// A truncate of a retired file: the caller changes the object.
+        case refused
+        case upload(UploadStep)
+        case retire(RetireStep)
+        /// unlink: an upload is in flight (the caller waits for it: what
+        /// it stores must be deleted too).
+        case unlinked(uploadInFlight: Bool)
+        case take(StreamTake)
+    }
+
+    /// What handling an event gives: the actions the executor carries out
+    /// (`WriteBackStore.run`) and the answer.
+    struct Effects: Sendable, Equatable {
+        var actions: [Action] = []
+        var answer: Answer = .none
+        /// The session an `.abandonStream` (or a retire) ends: a session
+        /// leaves the machine only so, or taken over by an upload.
+        var abandoned: UploadStream?
+        /// What `.take(.take)` hands over: the session and its latest send.
+        var taken: (session: UploadStream, lastSend: SendTask?)?
+
+        static func == (a: Effects, b: Effects) -> Bool {
+            a.actions == b.actions && a.answer == b.answer && a.abandoned === b.abandoned
+                && a.taken?.session === b.taken?.session && a.taken?.lastSend == b.taken?.lastSend
+        }
+    }
+
+    /// The machine's one entry: every event goes through here.
+    mutating func handle(_ event: Event) -> Effects {
+        let before: OpenStream? = if case .open(let open) = stream { open } else { nil }
+        var effects = effects(of: event)
+        if let session = before?.session, streamSession !== session {
+            if case .take(.take) = effects.answer {
+                effects.taken = (session, before?.lastSend)
+            } else {
+                effects.abandoned = session
+            }
+        }
+        return effects
+    }
+
+    /// The open stream's session.
+    var streamSession: UploadStream? {
+        if case .open(let open) = stream { return open.session }
+        return nil
+    }
+
+    private mutating func effects(of event: Event) -> Effects {
+        switch event {
+        case .attach(let new): return Effects(answer: .accepted(attach(new: new)))
+        case .adopt(let count):
+            adopt(handles: count)
+            return Effects()
+        case .released: return Effects(answer: .accepted(released()))
+        case .retire: return Effects(answer: .retire(retire()))
+        case .created:
+            created()
+            return Effects()
+        case .wrote(let range): return Effects(actions: wrote(range))
+        case .truncated(let from, let to):
+            guard let actions = truncated(from: from, to: to) else { return Effects(answer: .refused) }
+            return Effects(actions: actions)
+        case .rideAlong: return Effects(answer: .accepted(rideAlong()))
+        case .uploadRequested: return Effects(answer: .upload(uploadRequested()))
+        case .uploadStored(let version, let hasContent): return Effects(actions: uploadStored(version, hasContent: hasContent))
+        case .uploadFailed(let version):
+            uploadFailed(version)
+            return Effects()
+        case .uploadEnded:
+            uploadEnded()
+            return Effects()
+        case .unlink:
+            let (inFlight, actions) = unlink()
+            return Effects(actions: actions, answer: .unlinked(uploadInFlight: inFlight))
+        case .relink:
+            relink()
+            return Effects()
+        case .renamed: return Effects(actions: renamed())
+        case .streamStarted(let granularity, let session):
+            let (kept, actions) = streamStarted(granularity: granularity, session: session)
+            return Effects(actions: actions, answer: .accepted(kept))
+        case .streamSent(let ok):
+            streamSent(ok: ok)
+            return Effects()
+        case .takeStream: return Effects(answer: .take(takeStream()))
+        case .launched(let launched):
+            switch (launched, stream) {
+            case (.upload(let task), _): upload?.task = task
+            case (.streamStart(let task), .starting(let current, _)): stream = .starting(current: current, task: task)
+            case (.send(let task), .open(var open)):
+                open.lastSend = task
+                stream = .open(open)
+            default: break
+            }
+            return Effects()
+        }
     }
 
     /// What a flush, fsync or release asking for an upload does.
@@ -113,8 +365,10 @@ struct WriteBack: Sendable, Equatable {
     /// Bytes [0, sequentialEnd) were written in order from an empty file,
     /// and nothing else: such a file can stream its upload.
     private(set) var sequentialEnd: Int64?
+    /// The upload in flight.
+    private(set) var upload: Upload?
     /// The version being uploaded.
-    private(set) var uploading: UInt64?
+    var uploading: UInt64? { upload?.version }
     private(set) var stream: Stream = .none
 
     /// `emptyAtStart`: a new or truncated file, which may stream.
@@ -136,6 +390,8 @@ struct WriteBack: Sendable, Equatable {
         }
     }
 
+    var visibility: Visibility { name == .live ? .shown(unsaved: dirty) : .hidden }
+
     /// Unsaved writes for the file's name (what the recovery retrier must
     /// not overwrite).
     var holdsUnsavedWrites: Bool { dirty && name != .unlinked }
@@ -150,13 +406,13 @@ struct WriteBack: Sendable, Equatable {
 
     /// create made the file: it must reach the bucket even if nothing is
     /// written.
-    mutating func created() {
+    private mutating func created() {
         version += 1
     }
 
     /// An open attaches a handle. A retired file takes none (its local copy
     /// is gone), unless it is `new`: made for this very open.
-    mutating func attach(new: Bool) -> Bool {
+    private mutating func attach(new: Bool) -> Bool {
         guard new || name != .retired else { return false }
         handles += 1
         return true
@@ -164,18 +420,18 @@ struct WriteBack: Sendable, Equatable {
 
     /// `count` handles move onto this file at once (readers of an unlinked
     /// generation).
-    mutating func adopt(handles count: Int) {
+    private mutating func adopt(handles count: Int) {
         handles += count
     }
 
     /// A handle was released; true if it was the last.
-    mutating func released() -> Bool {
+    private mutating func released() -> Bool {
         handles = max(0, handles - 1)
         return handles == 0
     }
 
     /// After the last release (and after each upload it led to).
-    mutating func retire() -> RetireStep {
+    private mutating func retire() -> RetireStep {
         guard handles == 0 else { return .keep }
         if owesFinalUpload { return .uploadFirst }
         name = .retired
@@ -186,7 +442,7 @@ struct WriteBack: Sendable, Equatable {
     // MARK: - Changes
 
     /// Bytes `range` were written.
-    mutating func wrote(_ range: Range<Int64>) -> [Action] {
+    private mutating func wrote(_ range: Range<Int64>) -> [Action] {
         version += 1
         if let end = sequentialEnd { sequentialEnd = range.lowerBound == end ? range.upperBound : nil }
         var actions: [Action] = []
@@ -199,7 +455,7 @@ struct WriteBack: Sendable, Equatable {
 
     /// The size was set to `newSize` from `oldSize`. nil: the file is
     /// retired, the caller changes the object instead.
-    mutating func truncated(from oldSize: Int64, to newSize: Int64) -> [Action]? {
+    private mutating func truncated(from oldSize: Int64, to newSize: Int64) -> [Action]? {
         guard name != .retired else { return nil }
         // The stream carries bytes that may no longer be the content.
         let actions = dropStream()
@@ -217,7 +473,7 @@ struct WriteBack: Sendable, Equatable {
     /// xattrs of a dirty file): accepted only while there is one, that is,
     /// while dirty and live; else the caller changes the object itself.
     /// It counts as a change, so an upload in flight is followed by another.
-    mutating func rideAlong() -> Bool {
+    private mutating func rideAlong() -> Bool {
         guard dirty, name == .live else { return false }
         version += 1
         return true
@@ -225,16 +481,16 @@ struct WriteBack: Sendable, Equatable {
 
     // MARK: - Uploads
 
-    mutating func uploadRequested() -> UploadStep {
+    private mutating func uploadRequested() -> UploadStep {
         if uploading != nil { return .join }
         guard dirty, name == .live else { return .nothing }
-        uploading = version
+        upload = Upload(version: version)
         return .start(version: version)
     }
 
     /// The upload of `stored` succeeded. `hasContent`: the file is not
     /// empty (appends after an upload cannot continue its session).
-    mutating func uploadStored(_ stored: UInt64, hasContent: Bool) -> [Action] {
+    private mutating func uploadStored(_ stored: UInt64, hasContent: Bool) -> [Action] {
         uploadedVersion = max(uploadedVersion, stored)
         failedVersion = nil
         if hasContent { sequentialEnd = nil }
@@ -244,13 +500,13 @@ struct WriteBack: Sendable, Equatable {
     }
 
     /// The upload of `version` failed: its bytes are in the recovery folder.
-    mutating func uploadFailed(_ version: UInt64) {
+    private mutating func uploadFailed(_ version: UInt64) {
         failedVersion = version
     }
 
     /// The uploader is done (after `uploadStored` or `uploadFailed`).
-    mutating func uploadEnded() {
-        uploading = nil
+    private mutating func uploadEnded() {
+        upload = nil
     }
 
     // MARK: - The name
@@ -258,14 +514,20 @@ struct WriteBack: Sendable, Equatable {
     /// Unlinked, or about to be replaced by a rename. Returns whether an
     /// upload is in flight (the caller waits for it: what it stores must
     /// be deleted too) and the actions.
-    mutating func unlink() -> (uploadInFlight: Bool, actions: [Action]) {
+    private mutating func unlink() -> (uploadInFlight: Bool, actions: [Action]) {
         if name == .live { name = .unlinked }
         return (uploading != nil, dropStream())
     }
 
     /// The delete or rename failed: the name is the file's again.
-    mutating func relink() {
+    private mutating func relink() {
         if name == .unlinked { name = .live }
+    }
+
+    /// The file's name changed (rename): a journal written for the old
+    /// name is rewritten for the new one.
+    private mutating func renamed() -> [Action] {
+        journaled ? [.writeJournal] : []
     }
 
     // MARK: - The stream
@@ -276,14 +538,16 @@ struct WriteBack: Sendable, Equatable {
         switch stream {
         case .none:
             guard end >= streamChunk else { return [] }
-            stream = .starting(current: true)
+            stream = .starting(current: true, task: nil)
             return [.startStream]
         case .starting:
             return []
-        case .open(let requested, let granularity, let sending, let failed):
-            let target = end / streamChunk * streamChunk / granularity * granularity
-            guard !sending, !failed, target > requested else { return [] }
-            stream = .open(requested: target, granularity: granularity, sending: true, failed: false)
+        case .open(var open):
+            let target = end / streamChunk * streamChunk / open.granularity * open.granularity
+            guard !open.sending, !open.failed, target > open.requested else { return [] }
+            open.requested = target
+            open.sending = true
+            stream = .open(open)
             return [.sendStream(upTo: target)]
         }
     }
@@ -291,8 +555,8 @@ struct WriteBack: Sendable, Equatable {
     private mutating func dropStream() -> [Action] {
         switch stream {
         case .none: return []
-        case .starting:
-            stream = .starting(current: false)
+        case .starting(_, let task):
+            stream = .starting(current: false, task: task)
             return []
         case .open:
             stream = .none
@@ -304,28 +568,30 @@ struct WriteBack: Sendable, Equatable {
     /// nil if it could not be started. `kept`: the session is the file's
     /// stream now; if not (the content moved away from it meanwhile, or a
     /// close uploaded it), the caller abandons it.
-    mutating func streamStarted(granularity: Int64?) -> (kept: Bool, actions: [Action]) {
-        guard case .starting(let current) = stream else { return (false, []) }
+    private mutating func streamStarted(granularity: Int64?, session: UploadStream?) -> (kept: Bool, actions: [Action]) {
+        guard case .starting(let current, _) = stream else { return (false, []) }
         stream = .none
         guard let granularity, current, sequentialEnd != nil, dirty, name == .live else { return (false, []) }
-        stream = .open(requested: 0, granularity: max(1, granularity), sending: false, failed: false)
+        stream = .open(OpenStream(requested: 0, granularity: max(1, granularity), session: session))
         return (true, advanceStream())
     }
 
     /// A send ended.
-    mutating func streamSent(ok: Bool) {
-        guard case .open(let requested, let granularity, _, let failed) = stream else { return }
-        stream = .open(requested: requested, granularity: granularity, sending: false, failed: failed || !ok)
+    private mutating func streamSent(ok: Bool) {
+        guard case .open(var open) = stream else { return }
+        open.sending = false
+        open.failed = open.failed || !ok
+        stream = .open(open)
     }
 
     /// An upload takes the stream over (or learns there is none).
-    mutating func takeStream() -> StreamTake {
+    private mutating func takeStream() -> StreamTake {
         switch stream {
         case .none: return .none
         case .starting: return .waitForStart
-        case .open(_, _, _, let failed):
+        case .open(let open):
             stream = .none
-            return .take(sendFailed: failed)
+            return .take(sendFailed: open.failed)
         }
     }
 

@@ -148,8 +148,12 @@ extension MountTests {
             // read-ahead) and the read-ahead machine's table tests cover
             // that; here the count is printed, not bounded, because a
             // loaded machine adds direct reads. What tells a stream apart
-            // is its size: one GET asks for 16 MiB or more (ranged parts
-            // were at most 8 MiB, and 2 MiB before that).
+            // from small ranged reads (2 MiB each, once) is its size: one
+            // GET asks for 16 MiB or more. A machine loaded enough that the
+            // first block comes slower than 256 MiB/s makes the read-ahead
+            // machine take the link for a slow one and fetch 8-16 MiB parts
+            // side by side instead (ParallelReads tests that path), so 8 MiB
+            // is the bound here.
             print("sequential cat of 64 MiB: \(media.count) media GETs: \(media.map { $0.byteRange ?? "whole" })")
             let spans = media.compactMap { request -> Int64? in
                 // No Range header: the whole object.
@@ -160,7 +164,7 @@ extension MountTests {
                 // An open-ended range runs to the end of the object.
                 return (Int64(bounds[1]) ?? Int64(size) - 1) - first + 1
             }
-            #expect((spans.max() ?? 0) >= 16 << 20, "the largest GET spans \(spans.max() ?? 0) bytes: \(media.map { $0.byteRange ?? "whole" })")
+            #expect((spans.max() ?? 0) >= 8 << 20, "the largest GET spans \(spans.max() ?? 0) bytes: \(media.map { $0.byteRange ?? "whole" })")
             let copied = try Data(contentsOf: URL(fileURLWithPath: out))
             #expect(copied.count == size)
             #expect(copied == data, "the bytes read differ from the object's")

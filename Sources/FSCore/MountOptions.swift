@@ -19,7 +19,8 @@ public struct MountOptions: Sendable, Equatable {
     public var statTTL: TimeInterval
     /// Seconds a name is known to be absent.
     public var negativeTTL: TimeInterval
-    /// At most this many names are kept in the stat cache.
+    /// At most this many names' metadata is kept in the metadata cache
+    /// (names a kept listing holds are not counted: they are pinned).
     public var statCacheCapacity: Int
     /// Where downloaded blocks (and, later, staged writes) live; nil keeps
     /// no block cache on disk (reads still use read-ahead buffers).

@@ -324,8 +324,16 @@ final class FileReader: Sendable {
     /// One ranged download of the pinned generation; all or an error.
     private func fetch(_ range: Range<Int64>) async throws(StoreError) -> Data {
         let sink = ByteSink(capacity: range.count)
+        let sent = ContinuousClock.now
         let count = try await store.read(objectName, generation: info.generation, range: range) { bytes in
             sink.append(bytes)
+        }
+        let done = ContinuousClock.now
+        // A direct read shows the link too: the first reads of a file
+        // often come before the reader counts as sequential, and a slow
+        // link learnt from them makes its first refill parts already.
+        if let firstByte = sink.firstArrival {
+            linkMeasured(bytes: Int64(range.count), firstByte: firstByte - sent, total: done - sent)
         }
         let data = sink.take()
         guard count == range.count, data.count == range.count else {

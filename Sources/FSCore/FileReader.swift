@@ -325,15 +325,23 @@ final class FileReader: Sendable {
     private func fetch(_ range: Range<Int64>) async throws(StoreError) -> Data {
         let sink = ByteSink(capacity: range.count)
         let sent = ContinuousClock.now
+        // Nanoseconds from `sent` to the first bytes (-1: none yet): the
+        // clock is read once, not on every append.
+        let firstByte = Atomic<Int64>(-1)
         let count = try await store.read(objectName, generation: info.generation, range: range) { bytes in
+            if firstByte.load(ordering: .relaxed) < 0 {
+                let elapsed = (ContinuousClock.now - sent).components
+                firstByte.store(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000, ordering: .relaxed)
+            }
             sink.append(bytes)
         }
-        let done = ContinuousClock.now
+        let total = ContinuousClock.now - sent
         // A direct read shows the link too: the first reads of a file
         // often come before the reader counts as sequential, and a slow
         // link learnt from them makes its first refill parts already.
-        if let firstByte = sink.firstArrival {
-            linkMeasured(bytes: Int64(range.count), firstByte: firstByte - sent, total: done - sent)
+        let untilFirstByte = firstByte.load(ordering: .relaxed)
+        if untilFirstByte >= 0 {
+            linkMeasured(bytes: Int64(range.count), firstByte: .nanoseconds(untilFirstByte), total: total)
         }
         let data = sink.take()
         guard count == range.count, data.count == range.count else {

@@ -238,8 +238,6 @@ final class ByteSink: Sendable {
         var pointer: UnsafeMutableRawPointer?
         var capacity: Int
         var count = 0
-        /// When the first bytes came (to measure the link).
-        var firstArrival: ContinuousClock.Instant?
     }
     private let buffer: OrderedLock<Buffer>
 
@@ -255,10 +253,7 @@ final class ByteSink: Sendable {
 
     func append(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count > 0 else { return }
-        // Read before the lock (a vDSO call).
-        let now = ContinuousClock.now
         let outgrown = buffer.withLock { b -> (pointer: UnsafeMutableRawPointer, size: Int)? in
-            if b.firstArrival == nil { b.firstArrival = now }
             guard let target = b.pointer else { return nil }
             var outgrown: (pointer: UnsafeMutableRawPointer, size: Int)?
             if b.count + bytes.count > b.capacity {
@@ -278,9 +273,6 @@ final class ByteSink: Sendable {
         }
         if let outgrown { ReadBuffers.shared.release(outgrown.pointer, outgrown.size) }
     }
-
-    /// When the first bytes were appended, if any were.
-    var firstArrival: ContinuousClock.Instant? { buffer.withLock { $0.firstArrival } }
 
     /// A copy of the first `count` bytes (fewer if fewer have come, or
     /// none once `take` has emptied the sink).

@@ -39,7 +39,7 @@ struct LockOrderTests {
 /// cannot see.
 @Suite("lock order documented")
 struct LockOrderDocumentTests {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static var repository: URL { SemanticsDocTests.repository }
 
     /// Each `OrderedLock` FSCore and FuseBridge create: its name and level, from the source.
     static func locksInCode() throws -> [String: LockLevel] {

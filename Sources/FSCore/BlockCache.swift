@@ -197,7 +197,7 @@ public final class BlockCache: Sendable {
         guard let reservation = index.withLock({ $0.reserve(key, cost: cost) }) else { return }
         punchAndFree(reservation.victims)
         let checksum = BlockFile.checksum(data)
-        guard let header = BlockFile.encodeHeader(key: key.stored, sequence: reservation.sequence, payload: data),
+        guard let header = BlockFile.encodeHeader(key: key.stored, sequence: reservation.sequence, payloadLength: data.count, payloadChecksum: checksum),
             files.write(slot: reservation.slot, header: header, payload: data)
         else {
             logger.warning("block cache: cannot write block", metadata: ["block": "\(key)", "errno": "\(errno)"])

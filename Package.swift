@@ -4,7 +4,8 @@ import PackageDescription
 // Layers, each its own module; dependencies point down:
 //   bucketfs -> BucketFSCLI (the command line) -> FuseBridge -> FSCore -> StorageKit -> Transport
 //   CFuse and CCurl are the C interop: only FuseBridge imports CFuse, only
-//   Transport imports CCurl.
+//   Transport imports CCurl. CChecksum is C of our own, CRC-32C with the
+//   CPU's instruction (Swift cannot emit it); only StorageKit imports it.
 //   bucketfs-csi -> CSIDriver (the Kubernetes CSI driver over gRPC) -> BucketFSCLI:
 //   a program of its own, so gRPC is never built into or loaded by `bucketfs`.
 let package = Package(
@@ -48,10 +49,12 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
+        .target(name: "CChecksum"),
         .target(
             name: "StorageKit",
             dependencies: [
                 "Transport",
+                "CChecksum",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

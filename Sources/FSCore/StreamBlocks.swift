@@ -259,8 +259,7 @@ final class ByteSink: Sendable {
             if b.count + bytes.count > b.capacity {
                 // More than announced (a server ignoring the range): grow;
                 // the old buffer goes back to the pool after the lock.
-                let grown = max(b.capacity * 2, b.count + bytes.count)
-                let bigger = malloc(grown)!
+                let (bigger, grown) = ReadBuffers.shared.allocate(max(b.capacity * 2, b.count + bytes.count))!
                 bigger.copyMemory(from: target, byteCount: b.count)
                 outgrown = (target, b.capacity)
                 b.pointer = bigger

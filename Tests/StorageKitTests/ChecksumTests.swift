@@ -49,6 +49,30 @@ import Testing
         }
     }
 
+    /// The CPU's instruction and the portable loop agree, around the
+    /// lengths where the instruction's code changes shape (three
+    /// interleaved segments of 256 and of 8,192 bytes) and for a block.
+    @Test func instructionAndPortableLoopAgree() {
+        #if arch(x86_64)
+        #expect(CRC32C.hardware, "x86-64 machines since 2008 have SSE 4.2: the fast path must be the one tested")
+        #endif
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<((1 << 20) + 11)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let lengths = [0, 1, 8, 767, 768, 769, 775, 1535, 1536, 24_575, 24_576, 24_577, 24_576 + 768, 50_000, 1 << 20]
+        for length in lengths {
+            for start in [0, 3] {
+                bytes[start..<(start + length)].withUnsafeBytes { raw in
+                    var fast = CRC32C()
+                    fast.update(raw)
+                    var portable = CRC32C()
+                    if let base = raw.baseAddress { portable.updatePortably(base, count: raw.count) }
+                    #expect(fast == portable, "length \(length) from byte \(start)")
+                }
+            }
+        }
+        #expect(CRC32C.checksum(bytes) == Self.referenceCRC32C(bytes))
+    }
+
     @Test func unalignedBuffers() {
         let bytes = (0..<100).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         for start in 0..<8 {

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+@testable import FSCore
+
+/// The download buffer pool: its buffers are huge-page-aligned mappings,
+/// reused, and given back to the kernel past the idle limit.
+@Suite struct ReadBuffersTests {
+    static func isAligned(_ pointer: UnsafeMutableRawPointer, _ boundary: Int) -> Bool {
+        Int(bitPattern: pointer) % boundary == 0
+    }
+
+    @Test func mappingsStartOnHugePageBoundaries() {
+        for size in [2 << 20, 4 << 20, 8 << 20] {
+            let pointer = HugeMappings.map(size)!
+            #expect(Self.isAligned(pointer, HugeMappings.hugePage), "\(size) bytes")
+            // Every byte is writable (the trimmed head and tail were
+            // outside it).
+            pointer.initializeMemory(as: UInt8.self, repeating: 0xA5, count: size)
+            #expect(pointer.load(fromByteOffset: size - 1, as: UInt8.self) == 0xA5)
+            HugeMappings.unmap(pointer, size)
+        }
+    }
+
+    @Test func aMebibyteBufferIsHalfAHugePageAndTheOtherHalfWaits() {
+        let pool = ReadBuffers()
+        let first = pool.allocate(1 << 20)!
+        #expect(first.size == 1 << 20)
+        #expect(Self.isAligned(first.pointer, HugeMappings.hugePage))
+        let second = pool.allocate(1 << 20)!
+        #expect(second.pointer == first.pointer + (1 << 20), "the second half of the same huge page")
+        pool.release(second.pointer, second.size)
+        pool.release(first.pointer, first.size)
+        // Both kept: the next two allocations reuse them.
+        let again = [pool.allocate(1 << 20)!.pointer, pool.allocate(1 << 20)!.pointer]
+        #expect(Set(again) == Set([first.pointer, second.pointer]))
+        for pointer in again { pool.release(pointer, 1 << 20) }
+    }
+
+    @Test func sizesRoundUpToTheirClassAndOthersAreExact() {
+        let pool = ReadBuffers()
+        let grown = pool.allocate(3 << 20)!
+        #expect(grown.size == 4 << 20)
+        #expect(Self.isAligned(grown.pointer, HugeMappings.hugePage))
+        pool.release(grown.pointer, grown.size)
+        let small = pool.allocate(64 << 10)!
+        #expect(small.size == 64 << 10)
+        #expect(Self.isAligned(small.pointer, 4096))
+        pool.release(small.pointer, small.size)
+        let large = pool.allocate(9 << 20)!
+        #expect(large.size == 9 << 20)
+        pool.release(large.pointer, large.size)
+    }
+
+    @Test func pastTheIdleLimitBuffersGoBackToTheKernel() {
+        let pool = ReadBuffers()
+        let count = pool.idleLimit / (8 << 20) + 2
+        let buffers = (0..<count).map { _ in pool.allocate(8 << 20)!.pointer }
+        #expect(pool.idleBytes == 0)
+        for pointer in buffers { pool.release(pointer, 8 << 20) }
+        #expect(pool.idleBytes == pool.idleLimit, "the last two were unmapped")
+        // Taking them again empties the pool.
+        let reused = (0..<(count - 2)).map { _ in pool.allocate(8 << 20)!.pointer }
+        #expect(pool.idleBytes == 0)
+        #expect(Set(reused).isSubset(of: Set(buffers)))
+        for pointer in reused { pool.release(pointer, 8 << 20) }
+    }
+}

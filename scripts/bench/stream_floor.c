@@ -1,6 +1,7 @@
 // The floor of a FUSE mount fed by the benchmark's server, for the read
 // rows: scripts/bench/read_floor.c (one file, the same loop and FUSE_INIT
-// choices), except that the file's bytes are not in memory at the start.
+// choices: floor_fs.h), except that the file's bytes are not in memory at
+// the start.
 // The first open starts one GET of the whole object (libcurl, in a thread
 // of its own) into one malloc'd buffer of the object's size, and each READ
 // waits until its bytes have arrived, then answers with a pointer into the
@@ -17,21 +18,16 @@
 // at mount would be untimed anyway). The kernel's read-ahead window is the
 // mount's /sys/class/bdi/MAJOR:MINOR/read_ahead_kb, which the bench sets as
 // for read_floor. Foreground; fusermount3 -u MOUNTPOINT ends it.
-#define FUSE_USE_VERSION 312
+#include "floor_fs.h"
 #include <curl/curl.h>
-#include <errno.h>
-#include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static const char *url;
-static char *data; // the object, filled in order by the download thread
-static off_t data_size;
+static struct floor_file file; // the object's size
+static char *data;             // the object, filled in order by the download thread
 
 // Guarded by lock: how many bytes of data have arrived, whether the
 // download has ended (all bytes, or a failure: then the rest never come),
@@ -43,16 +39,6 @@ static int ended;
 static int started;
 static off_t next_wake = INT64_MAX;
 
-static void fill(fuse_ino_t ino, struct stat *st) {
-    memset(st, 0, sizeof *st);
-    st->st_ino = ino;
-    st->st_mode = ino == 1 ? S_IFDIR | 0755 : S_IFREG | 0444;
-    st->st_nlink = ino == 1 ? 2 : 1;
-    st->st_size = ino == 1 ? 0 : data_size;
-    st->st_uid = getuid();
-    st->st_gid = getgid();
-}
-
 // curl's write callback, on the download thread (the only writer of data
 // and arrived): the bytes go straight to their place in the object's buffer
 // (the one copy out of curl's receive buffer that any client pays), then
@@ -63,7 +49,7 @@ static size_t on_data(char *bytes, size_t size, size_t count, void *unused) {
     (void)unused;
     static off_t received;
     size_t n = size * count;
-    if ((off_t)n > data_size - received) return 0; // longer than SIZE: curl fails the transfer
+    if ((off_t)n > file.size - received) return 0; // longer than SIZE: curl fails the transfer
     memcpy(data + received, bytes, n);
     received += n;
     pthread_mutex_lock(&lock);
@@ -96,38 +82,11 @@ static void *download(void *unused) {
     }
     pthread_mutex_lock(&lock);
     if (rc != CURLE_OK) fprintf(stderr, "stream_floor: GET %s: %s\n", url, curl_easy_strerror(rc));
-    else if (arrived != data_size) fprintf(stderr, "stream_floor: GET %s: %lld of %lld bytes\n", url, (long long)arrived, (long long)data_size);
+    else if (arrived != file.size) fprintf(stderr, "stream_floor: GET %s: %lld of %lld bytes\n", url, (long long)arrived, (long long)file.size);
     ended = 1;
     pthread_cond_broadcast(&more);
     pthread_mutex_unlock(&lock);
     return NULL;
-}
-
-static void op_init(void *userdata, struct fuse_conn_info *conn) {
-    (void)userdata;
-    conn->max_background = 64; // as bucketfs and read_floor
-    conn->congestion_threshold = 48;
-}
-
-static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
-    if (parent != 1 || strcmp(name, "file") != 0) {
-        fuse_reply_err(req, ENOENT);
-        return;
-    }
-    struct fuse_entry_param e;
-    memset(&e, 0, sizeof e);
-    e.ino = 2;
-    e.attr_timeout = 60;
-    e.entry_timeout = 60;
-    fill(2, &e.attr);
-    fuse_reply_entry(req, &e);
-}
-
-static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-    (void)fi;
-    struct stat st;
-    fill(ino, &st);
-    fuse_reply_attr(req, &st, 60);
 }
 
 // The first open starts the download, so that the timed read includes it
@@ -156,11 +115,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
     (void)ino;
     (void)fi;
-    if (off >= data_size) {
+    if (off >= file.size) {
         fuse_reply_buf(req, NULL, 0);
         return;
     }
-    off_t end = (off_t)size > data_size - off ? data_size : off + (off_t)size;
+    off_t end = (off_t)size > file.size - off ? file.size : off + (off_t)size;
     pthread_mutex_lock(&lock);
     while (arrived < end && !ended) {
         if (end < next_wake) next_wake = end;
@@ -173,9 +132,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 }
 
 static const struct fuse_lowlevel_ops ops = {
-    .init = op_init,
-    .lookup = op_lookup,
-    .getattr = op_getattr,
+    .init = floor_init,
+    .lookup = floor_lookup,
+    .getattr = floor_getattr,
     .open = op_open,
     .read = op_read,
 };
@@ -186,24 +145,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     url = argv[2];
-    data_size = (off_t)strtoll(argv[3], NULL, 10);
+    file.size = (off_t)strtoll(argv[3], NULL, 10);
     // Fresh pages, touched first by the download's memcpy, as bucketfs's
     // download buffers are: no prefaulting, so the page faults are paid
     // during the timed read as they are there.
-    data = malloc(data_size ? data_size : 1);
+    data = malloc(file.size ? file.size : 1);
     if (!data || curl_global_init(CURL_GLOBAL_DEFAULT) != 0) return 1;
 
-    char *args[] = {argv[0], "-o", "fsname=stream_floor,subtype=stream_floor"};
-    struct fuse_args fargs = FUSE_ARGS_INIT(3, args);
-    struct fuse_session *se = fuse_session_new(&fargs, &ops, sizeof ops, NULL);
-    if (!se || fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, argv[1]) != 0) return 1;
-    // the loop bucketfs and read_floor use
-    struct fuse_loop_config *config = fuse_loop_cfg_create();
-    fuse_loop_cfg_set_idle_threads(config, 10);
-    int rc = fuse_session_loop_mt(se, config);
-    fuse_loop_cfg_destroy(config);
-    fuse_session_unmount(se);
-    fuse_remove_signal_handlers(se);
-    fuse_session_destroy(se);
-    return rc ? 1 : 0;
+    return floor_serve(argv[0], argv[1], "fsname=stream_floor,subtype=stream_floor", &ops, sizeof ops, &file);
 }

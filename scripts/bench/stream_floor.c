@@ -21,6 +21,7 @@
 #include "floor_fs.h"
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,22 +30,47 @@ static const char *url;
 static struct floor_file file; // the object's size
 static char *data;             // the object, filled in order by the download thread
 
-// Guarded by lock: how many bytes of data have arrived, whether the
-// download has ended (all bytes, or a failure: then the rest never come),
-// and the smallest end offset a waiting READ needs (see op_read).
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t more = PTHREAD_COND_INITIALIZER;
-static off_t arrived;
-static int ended;
-static int started;
-static off_t next_wake = INT64_MAX;
+// How many bytes of data have arrived (stored by the download thread
+// alone), and the smallest end offset a waiting READ needs (INT64_MAX: no
+// READ waits; changed under lock). Atomic, so that neither side takes the
+// lock on its fast path: a READ whose bytes are there answers at once, and
+// the download (a callback per 16 KiB here) takes the lock only when a
+// waiting READ can go on. A READ that must wait publishes its end and
+// then loads arrived again; the download stores arrived and then loads
+// next_wake; sequentially consistent, so one of the two sees the other and
+// no wake-up is lost.
+static _Atomic off_t arrived;
+static _Atomic off_t next_wake = INT64_MAX;
 
-// curl's write callback, on the download thread (the only writer of data
-// and arrived): the bytes go straight to their place in the object's buffer
-// (the one copy out of curl's receive buffer that any client pays), then
-// waiting READs are woken, but only once the first of them can go: waking
-// every waiter for every chunk would cost context switches a real
-// filesystem would not pay either.
+// Guarded by lock: whether the download has started, whether it has ended
+// (all bytes, or a failure: then the rest never come), and the READs that
+// wait, each on a condition variable of its own: the download wakes just
+// those whose bytes are there (one broadcast to all would wake the whole
+// read-ahead window for each READ, about ten futile wake-ups per MiB).
+struct waiter {
+    off_t end;
+    pthread_cond_t go;
+    struct waiter *next;
+};
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int started;
+static int ended;
+static struct waiter *waiting;
+
+// Wakes the READs that can go on (all of them once the download has ended)
+// and sets next_wake to the first end still waited for. Under lock.
+static void wake_ready(void) {
+    off_t ready = atomic_load(&arrived), next = INT64_MAX;
+    for (struct waiter *w = waiting; w; w = w->next) {
+        if (ended || w->end <= ready) pthread_cond_signal(&w->go);
+        else if (w->end < next) next = w->end;
+    }
+    atomic_store(&next_wake, next);
+}
+
+// curl's write callback, on the download thread: the bytes go straight to
+// their place in the object's buffer (the one copy out of curl's receive
+// buffer that any client pays), then the READs that can go on are woken.
 static size_t on_data(char *bytes, size_t size, size_t count, void *unused) {
     (void)unused;
     static off_t received;
@@ -52,13 +78,12 @@ static size_t on_data(char *bytes, size_t size, size_t count, void *unused) {
     if ((off_t)n > file.size - received) return 0; // longer than SIZE: curl fails the transfer
     memcpy(data + received, bytes, n);
     received += n;
-    pthread_mutex_lock(&lock);
-    arrived = received;
-    if (arrived >= next_wake) {
-        next_wake = INT64_MAX; // the waiters woken set it again if they still wait
-        pthread_cond_broadcast(&more);
+    atomic_store(&arrived, received);
+    if (received >= atomic_load(&next_wake)) {
+        pthread_mutex_lock(&lock);
+        wake_ready();
+        pthread_mutex_unlock(&lock);
     }
-    pthread_mutex_unlock(&lock);
     return n;
 }
 
@@ -82,9 +107,10 @@ static void *download(void *unused) {
     }
     pthread_mutex_lock(&lock);
     if (rc != CURLE_OK) fprintf(stderr, "stream_floor: GET %s: %s\n", url, curl_easy_strerror(rc));
-    else if (arrived != file.size) fprintf(stderr, "stream_floor: GET %s: %lld of %lld bytes\n", url, (long long)arrived, (long long)file.size);
+    else if (atomic_load(&arrived) != file.size)
+        fprintf(stderr, "stream_floor: GET %s: %lld of %lld bytes\n", url, (long long)atomic_load(&arrived), (long long)file.size);
     ended = 1;
-    pthread_cond_broadcast(&more);
+    wake_ready();
     pthread_mutex_unlock(&lock);
     return NULL;
 }
@@ -120,14 +146,21 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
         return;
     }
     off_t end = (off_t)size > file.size - off ? file.size : off + (off_t)size;
-    pthread_mutex_lock(&lock);
-    while (arrived < end && !ended) {
-        if (end < next_wake) next_wake = end;
-        pthread_cond_wait(&more, &lock);
+    if (atomic_load(&arrived) < end) {
+        struct waiter w = {.end = end, .go = PTHREAD_COND_INITIALIZER};
+        pthread_mutex_lock(&lock);
+        w.next = waiting;
+        waiting = &w;
+        if (end < atomic_load(&next_wake)) atomic_store(&next_wake, end);
+        while (atomic_load(&arrived) < end && !ended) pthread_cond_wait(&w.go, &lock);
+        struct waiter **link = &waiting;
+        while (*link != &w) link = &(*link)->next;
+        *link = w.next;
+        pthread_mutex_unlock(&lock);
+        pthread_cond_destroy(&w.go);
     }
-    int ok = arrived >= end;
-    pthread_mutex_unlock(&lock);
-    if (ok) fuse_reply_buf(req, data + off, end - off); // bytes below arrived never change again
+    // bytes below arrived never change again
+    if (atomic_load(&arrived) >= end) fuse_reply_buf(req, data + off, end - off);
     else fuse_reply_err(req, EIO);
 }
 

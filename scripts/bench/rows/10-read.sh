@@ -177,5 +177,5 @@ read_notes() {
     echo "(rclone runs without a VFS cache, so its re-reads go to the network). Floor: the same dd on scripts/bench/read_floor.c"
     echo "(libfuse3 low-level, the object's bytes in memory, the loop bucketfs uses, read_ahead_kb $FLOOR_READ_AHEAD_KB as bucketfs sets)."
     echo "Stream floor: the same dd on scripts/bench/stream_floor.c (read_floor's filesystem whose first open starts one GET of"
-    echo "the object from the server, as curl's, into one buffer; each read answered once its bytes have arrived)."
+    echo "the object from the server, as curl's, into one fresh buffer; each read answered once its bytes have arrived)."
 }

@@ -8,9 +8,7 @@
 // the same multi-threaded loop bucketfs uses.
 //
 //   null_fuse MOUNTPOINT     (foreground; fusermount3 -u MOUNTPOINT ends it)
-#define FUSE_USE_VERSION 312
-#include <errno.h>
-#include <fuse_lowlevel.h>
+#include "floor_fs.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,16 +146,5 @@ int main(int argc, char **argv) {
     }
     nodes = calloc(MAX_NODES, sizeof *nodes);
     nodes[1] = (struct node){1, "", 1, 0};
-    char *args[] = {argv[0], "-o", "fsname=null_fuse,subtype=null_fuse"};
-    struct fuse_args fargs = FUSE_ARGS_INIT(3, args);
-    struct fuse_session *se = fuse_session_new(&fargs, &ops, sizeof ops, NULL);
-    if (!se || fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, argv[1]) != 0) return 1;
-    struct fuse_loop_config *config = fuse_loop_cfg_create();
-    fuse_loop_cfg_set_idle_threads(config, 10);
-    int rc = fuse_session_loop_mt(se, config);
-    fuse_loop_cfg_destroy(config);
-    fuse_session_unmount(se);
-    fuse_remove_signal_handlers(se);
-    fuse_session_destroy(se);
-    return rc ? 1 : 0;
+    return floor_serve(argv[0], argv[1], "fsname=null_fuse,subtype=null_fuse", &ops, sizeof ops, NULL);
 }

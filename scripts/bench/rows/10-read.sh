@@ -15,6 +15,7 @@ bench_row seq "read a 256 MiB object, cold (MiB/s)"
 bench_row reread_page "read it again, same mount (page cache) (MiB/s)"
 bench_row reread_block "read it again, new mount, same cache dir (block cache) (MiB/s)"
 bench_row seq_floor "the same read on an in-memory C FUSE filesystem (MiB/s; the FUSE read path's floor, curl column)"
+bench_row seq_stream_floor "the same read on a C FUSE filesystem that streams it from the server (MiB/s; the floor of a FUSE mount fed by this server, curl column)"
 
 # the object, in the bucket and in $WORK/big.bin (once; other groups use it)
 ensure_big_object() {
@@ -32,11 +33,13 @@ ensure_big_object() {
 
 read_seed() { ensure_big_object; }
 
+# the object's media URL at $BASE (through the delay proxy at 20 ms)
+big_media_url() { printf '%s/storage/v1/b/%s/o/%s?alt=media' "$BASE" "$BUCKET" "${BIG_NAME//\//%2F}"; }
+
 curl_seq() {
     local t0 t1 size
     t0=$(now)
-    size="$(limited curl -sS --fail -o /dev/null -w '%{size_download}' \
-        "$BASE/storage/v1/b/$BUCKET/o/${BIG_NAME//\//%2F}?alt=media")"
+    size="$(limited curl -sS --fail -o /dev/null -w '%{size_download}' "$(big_media_url)")"
     t1=$(now)
     [[ "$size" == $((BIG_MIB << 20)) ]] || { echo "curl_seq: got $size bytes" >&2; return 1; }
     rate_mib "$size" "$(diff_s "$t0" "$t1")"
@@ -56,32 +59,50 @@ read_curl() {
         keep_round seq curl
         measure seq_floor curl floor_seq
         keep_round seq_floor curl
+        measure seq_stream_floor curl stream_floor_seq
+        keep_round seq_stream_floor curl
     done
     median_cell seq curl
     median_cell seq_floor curl
+    median_cell seq_stream_floor curl
 }
 
-# The read on scripts/bench/read_floor.c (built here with cc): a libfuse3
-# low-level filesystem serving the same bytes from memory, with the loop
-# bucketfs uses and the kernel read-ahead bucketfs sets for itself
-# (FLOOR_READ_AHEAD_KB). What the kernel's FUSE read path costs before a
-# filesystem does any work.
+# The read on scripts/bench/read_floor.c: a libfuse3 low-level filesystem
+# serving the same bytes from memory, with the loop bucketfs uses and the
+# kernel read-ahead bucketfs sets for itself (FLOOR_READ_AHEAD_KB). What the
+# kernel's FUSE read path costs before a filesystem does any work.
 FLOOR_READ_AHEAD_KB="${BENCH_FLOOR_READ_AHEAD_KB:-16384}"
-floor_seq() {
-    local bin="$WORK/read_floor" mp="$WORK/mnt-floor" pid out rc=0
-    [[ -x "$bin" ]] || cc -O2 -o "$bin" "$REPO/scripts/bench/read_floor.c" $(pkg-config --cflags --libs fuse3)
-    mkdir -p "$mp" "$WORK/floor"
-    "$bin" "$mp" "$WORK/big.bin" &
+floor_seq() { c_fuse_seq read_floor "" "$WORK/big.bin"; }
+
+# The read on scripts/bench/stream_floor.c: read_floor's filesystem whose
+# first open GETs the object from the server ($BASE, as curl and bucketfs
+# see it) and answers each read once its bytes have arrived. What a FUSE
+# mount fed by this server reaches when the server, the HTTP receive and
+# the FUSE path share the machine, before the filesystem does any work.
+stream_floor_seq() { c_fuse_seq stream_floor "-lcurl -lpthread" "$(big_media_url)" $((BIG_MIB << 20)); }
+
+# c_fuse_seq NAME LIBS ARGS...: scripts/bench/NAME.c, built here with cc
+# (fuse3 and LIBS) the first time, mounted on a directory of its own with
+# ARGS after the mountpoint and FLOOR_READ_AHEAD_KB as read-ahead, its one
+# file read by fs_seq under the object's name; unmounted after
+c_fuse_seq() {
+    local name="$1" libs bin="$WORK/$1" mp="$WORK/mnt-$1" tree="$WORK/tree-$1" pid out rc=0
+    read -r -a libs <<<"$2"
+    shift 2
+    # shellcheck disable=SC2046 # pkg-config's flags are words
+    [[ -x "$bin" ]] || cc -O2 -o "$bin" "$REPO/scripts/bench/$name.c" $(pkg-config --cflags --libs fuse3) "${libs[@]}"
+    mkdir -p "$mp" "$tree"
+    "$bin" "$mp" "$@" &
     pid=$!
     PIDS+=("$pid")
     MOUNTS+=("$mp")
     for _ in $(seq 1 200); do is_mounted "$mp" && break; sleep 0.05; done
-    is_mounted "$mp" || { echo "floor_seq: no mount" >&2; return 1; }
+    is_mounted "$mp" || { echo "$name: no mount" >&2; return 1; }
     echo "$FLOOR_READ_AHEAD_KB" >"/sys/class/bdi/$(mountpoint -d "$mp")/read_ahead_kb"
-    # fs_seq reads MP/$BIG_NAME: the floor's one file under that name
-    mkdir -p "$WORK/floor/$(dirname "$BIG_NAME")"
-    ln -sfn "$mp/file" "$WORK/floor/$BIG_NAME"
-    out="$(fs_seq "$WORK/floor")" || rc=$?
+    # fs_seq reads MP/$BIG_NAME: the filesystem's one file under that name
+    mkdir -p "$tree/$(dirname "$BIG_NAME")"
+    ln -sfn "$mp/file" "$tree/$BIG_NAME"
+    out="$(fs_seq "$tree")" || rc=$?
     fusermount3 -u "$mp" || fusermount3 -uz "$mp"
     wait_gone "$pid" 10 || stop_pid "$pid"
     ((rc == 0)) || return "$rc"
@@ -155,4 +176,6 @@ read_notes() {
     echo "the kernel's pages while the generation is unchanged). Block cache: a fresh mount on the same cache dir"
     echo "(rclone runs without a VFS cache, so its re-reads go to the network). Floor: the same dd on scripts/bench/read_floor.c"
     echo "(libfuse3 low-level, the object's bytes in memory, the loop bucketfs uses, read_ahead_kb $FLOOR_READ_AHEAD_KB as bucketfs sets)."
+    echo "Stream floor: the same dd on scripts/bench/stream_floor.c (read_floor's filesystem whose first open starts one GET of"
+    echo "the object from the server, as curl's, into one fresh buffer; each read answered once its bytes have arrived)."
 }

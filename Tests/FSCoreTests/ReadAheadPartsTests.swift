@@ -72,6 +72,28 @@ struct ReadAheadPartsTests {
         #expect(machine.frontier - 400 * MiB >= 32 * MiB - MiB, "half a window and more in flight: \(machine.frontier)")
     }
 
+    /// Refills (reads that sent requests) until the window is at its cap.
+    private func refillsToTheCap(_ machine: inout ReadAhead, cap: Int64) -> Int {
+        var refills = 0
+        var offset: Int64 = 0
+        while machine.window < cap {
+            if !prefetches(machine.read(offset: offset, size: 128 * KiB)).isEmpty { refills += 1 }
+            offset += 128 * 1024
+        }
+        return refills
+    }
+
+    @Test func aSlowLinkWidensTheWindowFourTimesPerRefill() {
+        var slow = ReadAhead(configuration: configuration, objectSize: 1 << 30)
+        slow.linkMeasured(bytes: 4 * MiB, firstByte: 0.020, total: 0.145)
+        // 1 MiB, then 4, 16, 64: three refills to the 64 MiB cap.
+        #expect(refillsToTheCap(&slow, cap: 64 * MiB) == 3)
+        var fast = ReadAhead(configuration: configuration, objectSize: 1 << 30)
+        fast.linkMeasured(bytes: 4 * MiB, firstByte: 0.0003, total: 0.004)
+        // 1 MiB, then 2, 4, 8, 16: four refills to the 16 MiB cap.
+        #expect(refillsToTheCap(&fast, cap: 16 * MiB) == 4)
+    }
+
     @Test func aFastLinkKeepsOneRequestPerRefill() {
         var machine = ReadAhead(configuration: configuration, objectSize: 512 * MiB)
         _ = stream(&machine, to: 8 * MiB)

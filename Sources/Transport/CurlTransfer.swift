@@ -180,10 +180,23 @@ final class CurlTransfer: @unchecked Sendable {
         if code == CURLE_OK {
             var final = 0
             sc_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &final)
-            continuation.resume(returning: HTTPResponse(status: final, headers: headers, body: body))
+            var response = HTTPResponse(status: final, headers: headers, body: body)
+            response.timeToFirstByte = timeToFirstByte()
+            continuation.resume(returning: response)
         } else {
             continuation.resume(throwing: error(for: code))
         }
+    }
+
+    /// From the request's first byte sent (CURLINFO_PRETRANSFER_TIME_T:
+    /// after the connect, which a proxy in between answers itself) to the
+    /// answer's first byte (CURLINFO_STARTTRANSFER_TIME_T).
+    private func timeToFirstByte() -> Duration? {
+        var pretransfer: curl_off_t = 0, firstByte: curl_off_t = 0
+        guard sc_easy_getinfo_off_t(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer) == CURLE_OK,
+              sc_easy_getinfo_off_t(easy, CURLINFO_STARTTRANSFER_TIME_T, &firstByte) == CURLE_OK,
+              firstByte > 0, firstByte >= pretransfer else { return nil }
+        return .microseconds(Int64(firstByte - pretransfer))
     }
 
     func finish(throwing error: TransportError) {

@@ -66,28 +66,38 @@ extension MountTests {
             #expect(ls.lines == ["model.json", "small.bin"], "\(ls.out)")
         }
 
+        /// Mounts `bucket` at `endpoint` with a 4 MiB threshold and 5 parts
+        /// (and `options`), `cp`s `size` bytes of pattern `seed` in as
+        /// model.bin, and unmounts; returns the bytes written.
+        static func copyModel(endpoint: String, bucket: String, options: [String] = [], seed: UInt64) async throws -> Data {
+            let mount = try await Mount.start(
+                endpoint: endpoint, bucket: bucket, prefix: "",
+                options: ["-o", "parallel-upload-threshold=4MiB", "-o", "parallel-upload-parts=5"] + options)
+            defer { mount.cleanup() }
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            let data = MountEnv.pattern(Self.size, seed: seed)
+            try data.write(to: URL(fileURLWithPath: "\(scratch)/model.bin"))
+            let cp = try await Tools.run("/bin/cp", ["\(scratch)/model.bin", mount.path])
+            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+            return data
+        }
+
+        static func crc32c(_ data: Data) -> String {
+            var crc = CRC32C()
+            crc.update(data)
+            return crc.base64
+        }
+
         // Checks semantics.md#parallel-uploads
         @Test("cp of a file above the threshold to a store on this host: one upload, no part, no compose, the right bytes and checksums", .timeLimit(.minutes(3)))
         func nearStoreGetsOneUpload() async throws {
             let gcs = try await DirectGCS.fakeGCSServer(newBucket: "mt-near-\(UUID().uuidString.prefix(8).lowercased())")
-            // Streams start at 8 MiB (the upload chunk), so the 40 MiB file
-            // is on its way while cp still writes it.
-            let mount = try await Mount.start(
-                endpoint: gcs.base, bucket: gcs.bucket, prefix: "",
-                options: ["-o", "parallel-upload-threshold=4MiB", "-o", "parallel-upload-parts=5", "--upload-chunk-size", "8"])
-            defer { mount.cleanup() }
-            let scratch = try Scratch.directory()
-            defer { Scratch.remove(scratch) }
-            let data = MountEnv.pattern(Self.size, seed: 45)
-            try data.write(to: URL(fileURLWithPath: "\(scratch)/model.bin"))
-
-            let cp = try await Tools.run("/bin/cp", ["\(scratch)/model.bin", mount.path])
-            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+            // Streams start at 8 MiB (the upload chunk): a 40 MiB file streams.
+            let data = try await Self.copyModel(endpoint: gcs.base, bucket: gcs.bucket, options: ["--upload-chunk-size", "8"], seed: 45)
             // Size, bytes, CRC-32C and MD5 as the server has them.
             try await ObjectChecks.expect(gcs, "model.bin", holds: data, "one upload")
-            var crc = CRC32C()
-            crc.update(data)
-            #expect(try await gcs.resource("model.bin")?["crc32c"] as? String == crc.base64)
+            #expect(try await gcs.resource("model.bin")?["crc32c"] as? String == Self.crc32c(data))
             #expect(try await gcs.list(prefix: "") == ["model.bin"], "no part made")
 
             let log = try FakeGCSServerLog.requests(bucket: gcs.bucket)
@@ -103,23 +113,11 @@ extension MountTests {
             let proxy = try await FaultProxy(upstream: try MountEnv.fake(), bucket: bucket)
             defer { proxy.stop() }
             try await proxy.fault([["stall_seconds": 0.03, "for_seconds": 170]])
-            let mount = try await Mount.start(
-                endpoint: proxy.endpoint, bucket: bucket, prefix: "",
-                options: ["-o", "parallel-upload-threshold=4MiB", "-o", "parallel-upload-parts=5"])
-            defer { mount.cleanup() }
-            let scratch = try Scratch.directory()
-            defer { Scratch.remove(scratch) }
-            let data = MountEnv.pattern(Self.size, seed: 46)
-            try data.write(to: URL(fileURLWithPath: "\(scratch)/model.bin"))
-
-            let cp = try await Tools.run("/bin/cp", ["\(scratch)/model.bin", mount.path])
-            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+            let data = try await Self.copyModel(endpoint: proxy.endpoint, bucket: bucket, seed: 46)
             // A composite object: size, CRC-32C and bytes (it has no MD5).
             let resource = try #require(try await proxy.gcs.resource("model.bin"), "model.bin is not in the bucket")
             #expect(resource["size"] as? String == "\(data.count)")
-            var crc = CRC32C()
-            crc.update(data)
-            #expect(resource["crc32c"] as? String == crc.base64, "crc32c \(resource["crc32c"] ?? "nil"), expected \(crc.base64)")
+            #expect(resource["crc32c"] as? String == Self.crc32c(data), "crc32c \(resource["crc32c"] ?? "nil"), expected \(Self.crc32c(data))")
             let same = try await proxy.gcs.download("model.bin") == data
             #expect(same, "the server's bytes differ from the \(data.count) written")
             #expect(try await proxy.gcs.list(prefix: "") == ["model.bin"], "no part left")

@@ -80,9 +80,10 @@ public struct HTTPResponse: Sendable {
     /// precondition failing on a resend may be the first attempt's doing).
     public var attempts = 1
     /// How long the answer's first byte took, counted from when the request
-    /// started going out on its connection (connecting excluded): one round
-    /// trip plus the server's time (plus the body's own sending, for a
-    /// request with one). Nil where curl could not say.
+    /// went out on its connection (connecting excluded): one round trip
+    /// plus the server's time. Nil for a request with a body (GET, HEAD
+    /// and DELETE only: curl times an upload's start, not its answer) and
+    /// where curl could not say.
     public var timeToFirstByte: Duration?
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {

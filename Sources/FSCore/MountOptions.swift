@@ -92,7 +92,7 @@ public struct MountOptions: Sendable, Equatable {
         recoveryRetryMaxInterval: TimeInterval = 300,
         renameCopyLimit: Int64 = 64 << 20, listingStatWidth: Int = 16,
         parallelUploadThreshold: Int64 = 64 << 20, parallelUploadParts: Int = 8, parallelUploadMinPartSize: Int64 = 8 << 20,
-        parallelUploadMinRoundTrip: TimeInterval = 0.005
+        parallelUploadMinRoundTrip: TimeInterval = 0.010
     ) {
         self.uid = uid
         self.gid = gid

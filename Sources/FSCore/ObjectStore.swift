@@ -89,9 +89,10 @@ public protocol ObjectStore: Sendable {
     /// The bucket's retention period in seconds, nil when it has none.
     func retentionPeriod() async throws(StoreError) -> Int64?
 
-    /// The store's round trip as measured so far: the shortest time any of
-    /// its answers took to start arriving (nil: nothing measured yet, or a
-    /// store that cannot say). `ParallelUploads` chooses by it.
+    /// The store's round trip as measured so far: the shortest time an
+    /// answer to a request without a body took to start arriving (nil:
+    /// nothing measured yet, or a store that cannot say). `ParallelUploads`
+    /// chooses by it.
     var roundTrip: Duration? { get }
 }
 

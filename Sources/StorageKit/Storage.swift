@@ -86,11 +86,12 @@ public final class Storage: Sendable {
 
     public var configuration: StorageConfiguration { settings.withLock { $0 } }
 
-    /// The shortest time an answer of this instance's requests took to
-    /// start arriving, from when its request started going out (any
-    /// status; nil before the first): the best estimate of the store's
-    /// round trip a client has, the server's own time included. Requests
-    /// to other hosts (tokens, sign-ins) do not count.
+    /// The shortest time an answer to one of this instance's GET, HEAD or
+    /// DELETE requests took to start arriving after the request went out
+    /// (any status; nil before the first; `HTTPResponse.timeToFirstByte`):
+    /// the best estimate of the store's round trip a client has, the
+    /// server's own time included. Requests to other hosts (tokens,
+    /// sign-ins) do not count.
     public var shortestRoundTrip: Duration? {
         let nanoseconds = shortestAnswer.load(ordering: .relaxed)
         return nanoseconds == .max ? nil : .nanoseconds(nanoseconds)

@@ -24,10 +24,10 @@ import StorageKit
 /// Parts pay where one connection cannot fill the link: far from the
 /// store, where each connection's rate is bounded by its round trip. A
 /// store measured nearer than `MountOptions.parallelUploadMinRoundTrip`
-/// (`isNear`: this host, the LAN) gets the single upload instead, which
-/// streams while the file is written, so that close waits for the last
-/// chunk only; there one connection is as fast as the machine, and parts
-/// and compose only add work to both ends.
+/// (`isNear`: this host, the LAN) gets the single upload instead,
+/// streamed while the file is written in order: there one connection is
+/// as fast as the machine, and parts and a compose only add requests and
+/// a second read of the file.
 ///
 /// The mount turns it off by itself where it cannot work: a store without
 /// compose (Firebase's v0 API), a bucket with a retention policy (its

@@ -100,6 +100,10 @@ enum Settings {
     static let parallelUploadParts = Setting<Int>(.filesystem(\.parallelUploadParts, into: .field(\.parallelUploadParts)),
         "parallel-upload-parts", "N", default: 8,
         range: .within(1...1024), help: "Parts of a parallel upload, 1 to 1024, sent up to 32 at a time; fewer for files that would make parts under 8 MiB.")
+    static let parallelUploadMinRTT = Setting<Double>(
+        .filesystem(\.parallelUploadMinRTT, into: .converted(\.parallelUploadMinRoundTrip) { $0 / 1000 }),
+        "parallel-upload-min-rtt", "MS", default: 10, range: .nonNegative("round trips"),
+        help: "Parallel uploads only from a store whose round trip, as the mount measures it (the shortest wait for an answer's first byte), is at least this many milliseconds; a nearer one (this host, the LAN) gets one upload, streamed while the file is written (0: parts whatever the round trip).")
     static let listingStatWidth = Setting<Int>(.filesystem(\.listingStatWidth, into: .field(\.listingStatWidth)),
         "listing-stat-width", default: 16, hidden: true, help: "Attribute lookups one listing may run at once.")
 
@@ -154,7 +158,7 @@ enum Settings {
         firebaseAnonymous, firebaseAuthEmulator,
         readOnly, cacheDir, retryPending, uploadRetryWindow, recoveryRetryInterval, cacheSize, readAheadBudget,
         kernelReadAhead, statTTL, negativeTTL, uid, gid, fileMode, dirMode, allowOther, renameCopyLimit,
-        parallelUploadThreshold, parallelUploadParts, listingStatWidth,
+        parallelUploadThreshold, parallelUploadParts, parallelUploadMinRTT, listingStatWidth,
         foreground, logLevel, logFormat, metricsAddress, logFile, connectTimeout, stallTimeout, uploadChunkSize,
         retryAttempts, retryMaxTime, config, readyFD, mountedOn,
     ]

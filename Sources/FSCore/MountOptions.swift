@@ -73,6 +73,11 @@ public struct MountOptions: Sendable, Equatable {
     /// time); fewer when parts would be smaller than `parallelUploadMinPartSize`.
     public var parallelUploadParts: Int
     public var parallelUploadMinPartSize: Int64
+    /// Seconds: a store whose measured round trip (`ObjectStore.roundTrip`)
+    /// is shorter than this (this host, the LAN) gets no parallel uploads
+    /// but the single upload, streamed while the file is written; parts
+    /// while nothing is measured, and always with 0.
+    public var parallelUploadMinRoundTrip: TimeInterval
 
     public init(
         uid: UInt32 = getuid(), gid: UInt32 = getgid(),
@@ -86,7 +91,8 @@ public struct MountOptions: Sendable, Equatable {
         uploadRetryWindow: TimeInterval = 120, recoveryRetryInterval: TimeInterval = 10,
         recoveryRetryMaxInterval: TimeInterval = 300,
         renameCopyLimit: Int64 = 64 << 20, listingStatWidth: Int = 16,
-        parallelUploadThreshold: Int64 = 64 << 20, parallelUploadParts: Int = 8, parallelUploadMinPartSize: Int64 = 8 << 20
+        parallelUploadThreshold: Int64 = 64 << 20, parallelUploadParts: Int = 8, parallelUploadMinPartSize: Int64 = 8 << 20,
+        parallelUploadMinRoundTrip: TimeInterval = 0.010
     ) {
         self.uid = uid
         self.gid = gid
@@ -113,6 +119,7 @@ public struct MountOptions: Sendable, Equatable {
         self.parallelUploadThreshold = max(0, parallelUploadThreshold)
         self.parallelUploadParts = max(1, parallelUploadParts)
         self.parallelUploadMinPartSize = max(1, parallelUploadMinPartSize)
+        self.parallelUploadMinRoundTrip = max(0, parallelUploadMinRoundTrip)
     }
 
     /// The prefix as object names use it: "" or segments joined by "/" with

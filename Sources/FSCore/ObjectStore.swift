@@ -88,6 +88,12 @@ public protocol ObjectStore: Sendable {
 
     /// The bucket's retention period in seconds, nil when it has none.
     func retentionPeriod() async throws(StoreError) -> Int64?
+
+    /// The store's round trip as measured so far: the shortest time an
+    /// answer to a request without a body took to start arriving (nil:
+    /// nothing measured yet, or a store that cannot say). `ParallelUploads`
+    /// chooses by it.
+    var roundTrip: Duration? { get }
 }
 
 extension ObjectStore {
@@ -104,6 +110,8 @@ extension ObjectStore {
     }
 
     public func retentionPeriod() async throws(StoreError) -> Int64? { nil }
+
+    public var roundTrip: Duration? { nil }
 
     public func listPages(
         prefix: String, after pageToken: String?, maxResults: Int, _ each: (ListPage) -> Void

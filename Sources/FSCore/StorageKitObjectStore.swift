@@ -124,6 +124,9 @@ public struct StorageKitObjectStore: ObjectStore {
         })
     }
 
+    /// The shortest time to first byte of the mount's requests so far.
+    public var roundTrip: Duration? { storage.shortestRoundTrip }
+
     public func retentionPeriod() async throws(StoreError) -> Int64? {
         try await Self.run { try await storage.retentionPeriod() }
     }

@@ -44,6 +44,7 @@ public final class InMemoryObjectStore: ObjectStore {
         var faults: [(remaining: Int, error: StoreError, operations: Set<Operation>)] = []
         var hook: FaultHook?
         var retentionPeriod: Int64?
+        var roundTrip: Duration?
     }
 
     // Leaf lock; nothing is awaited while it is held.
@@ -104,6 +105,10 @@ public final class InMemoryObjectStore: ObjectStore {
 
     /// What `retentionPeriod` answers (nil: no retention policy).
     public func setRetentionPeriod(_ seconds: Int64?) { state.withLock { $0.retentionPeriod = seconds } }
+
+    /// What `roundTrip` answers (nil, as at first: nothing measured).
+    public func setRoundTrip(_ roundTrip: Duration?) { state.withLock { $0.roundTrip = roundTrip } }
+    public var roundTrip: Duration? { state.withLock { $0.roundTrip } }
 
     /// A stored object's bytes (no request counted).
     public func data(of name: String) -> Data? { state.withLock { $0.objects[name]?.data } }

@@ -110,6 +110,7 @@ struct ObjectAPI: Sendable {
             } catch {
                 throw Self.map(error)
             }
+            storage.noteAnswer(response)
             if response.status == 401 && !refreshed {
                 refreshed = true
                 await configuration.credentials.invalidate()

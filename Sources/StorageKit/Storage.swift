@@ -24,6 +24,8 @@ public final class Storage: Sendable {
     /// its references are unusable with this reason (see `StoragePath`).
     let unusableReason: String?
     let logger: Logger
+    /// `shortestRoundTrip` in nanoseconds (Int64.max: no answer yet).
+    private let shortestAnswer = Atomic<Int64>(.max)
 
     public init(bucket: String, configuration: StorageConfiguration = StorageConfiguration()) {
         self.bucket = bucket
@@ -83,6 +85,31 @@ public final class Storage: Sendable {
     }
 
     public var configuration: StorageConfiguration { settings.withLock { $0 } }
+
+    /// The shortest time an answer to one of this instance's GET, HEAD or
+    /// DELETE requests took to start arriving after the request went out
+    /// (any status; nil before the first; `HTTPResponse.timeToFirstByte`):
+    /// the best estimate of the store's round trip a client has, the
+    /// server's own time included. Requests to other hosts (tokens,
+    /// sign-ins) do not count.
+    public var shortestRoundTrip: Duration? {
+        let nanoseconds = shortestAnswer.load(ordering: .relaxed)
+        return nanoseconds == .max ? nil : .nanoseconds(nanoseconds)
+    }
+
+    /// Keeps `response`'s time to first byte if it is the shortest yet.
+    func noteAnswer(_ response: HTTPResponse) {
+        guard let waited = response.timeToFirstByte else { return }
+        let (seconds, attoseconds) = waited.components
+        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        var current = shortestAnswer.load(ordering: .relaxed)
+        while nanoseconds < current {
+            let (exchanged, original) = shortestAnswer.compareExchange(
+                expected: current, desired: nanoseconds, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
+    }
 
     /// The reference to the root of the bucket.
     public func reference() -> StorageReference {

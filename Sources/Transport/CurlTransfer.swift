@@ -31,6 +31,10 @@ final class CurlTransfer: @unchecked Sendable {
     private static let maxBufferedErrorBody = 4 << 20
 
     private let statistics: TransportStatistics
+    /// Whether curl's time to first byte means the answer's: not for a
+    /// method that sends a body (POST, PUT, PATCH), where libcurl (7.88)
+    /// takes the body's first byte sent for the start of the transfer.
+    private let timesAnswer: Bool
 
     init(
         request: HTTPRequest, sink: ResponseBodySink?, configuration: TransportConfiguration,
@@ -42,6 +46,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.reader = RequestBodyReader(request.body)
         self.sink = sink
         self.uploadProgress = request.uploadProgress
+        self.timesAnswer = [.get, .head, .delete].contains(request.method)
         configure(request, configuration)
     }
 
@@ -180,10 +185,24 @@ final class CurlTransfer: @unchecked Sendable {
         if code == CURLE_OK {
             var final = 0
             sc_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &final)
-            continuation.resume(returning: HTTPResponse(status: final, headers: headers, body: body))
+            var response = HTTPResponse(status: final, headers: headers, body: body)
+            response.timeToFirstByte = timeToFirstByte()
+            continuation.resume(returning: response)
         } else {
             continuation.resume(throwing: error(for: code))
         }
+    }
+
+    /// From the request sent (CURLINFO_PRETRANSFER_TIME_T: after the
+    /// connect, which a proxy in between answers itself) to the answer's
+    /// first byte (CURLINFO_STARTTRANSFER_TIME_T), for a request without a
+    /// body (`timesAnswer`).
+    private func timeToFirstByte() -> Duration? {
+        var pretransfer: curl_off_t = 0, firstByte: curl_off_t = 0
+        guard timesAnswer, sc_easy_getinfo_off_t(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer) == CURLE_OK,
+              sc_easy_getinfo_off_t(easy, CURLINFO_STARTTRANSFER_TIME_T, &firstByte) == CURLE_OK,
+              firstByte > 0, firstByte >= pretransfer else { return nil }
+        return .microseconds(Int64(firstByte - pretransfer))
     }
 
     func finish(throwing error: TransportError) {

@@ -79,6 +79,12 @@ public struct HTTPResponse: Sendable {
     /// How many times the transport sent the request to get this answer (a
     /// precondition failing on a resend may be the first attempt's doing).
     public var attempts = 1
+    /// How long the answer's first byte took, counted from when the request
+    /// went out on its connection (connecting excluded): one round trip
+    /// plus the server's time. Nil for a request with a body (GET, HEAD
+    /// and DELETE only: curl times an upload's start, not its answer) and
+    /// where curl could not say.
+    public var timeToFirstByte: Duration?
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
         self.status = status

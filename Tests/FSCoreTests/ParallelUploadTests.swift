@@ -12,10 +12,15 @@ import StorageKit
 @Suite struct ParallelUploadTests {
     static let threshold: Int64 = 64 << 10
 
-    static func options(_ cache: String, threshold: Int64 = threshold, parts: Int = 8, minPart: Int64 = 4 << 10) -> MountOptions {
+    static func options(
+        _ cache: String, threshold: Int64 = threshold, parts: Int = 8, minPart: Int64 = 4 << 10,
+        streamChunk: Int64 = 64 << 20, minRoundTrip: TimeInterval = 0.010
+    ) -> MountOptions {
         MountOptions(
-            uid: 1000, gid: 1000, cacheDirectory: cache, bucket: "b", uploadRetryWindow: 0, recoveryRetryInterval: 0,
-            parallelUploadThreshold: threshold, parallelUploadParts: parts, parallelUploadMinPartSize: minPart)
+            uid: 1000, gid: 1000, cacheDirectory: cache, bucket: "b", streamChunkSize: streamChunk,
+            uploadRetryWindow: 0, recoveryRetryInterval: 0,
+            parallelUploadThreshold: threshold, parallelUploadParts: parts, parallelUploadMinPartSize: minPart,
+            parallelUploadMinRoundTrip: minRoundTrip)
     }
 
     /// Creates `name` in the root with `content` and closes it; the errno of
@@ -88,6 +93,75 @@ import StorageKit
         #expect(h.store.requestCount(.put) == 1)
         #expect(h.store.requestCount(.putRegion) == 0 && h.store.requestCount(.compose) == 0)
         #expect(h.store.data(of: "small.bin") == content)
+    }
+
+    // Checks semantics.md#parallel-uploads
+    @Test("a store is near (the single upload) only when measured, and quicker than the bound", arguments: [
+        (roundTrip: nil, bound: 0.010, near: false),  // nothing measured yet: parts
+        (roundTrip: .microseconds(300), bound: 0.010, near: true),  // loopback
+        (roundTrip: .microseconds(4_300), bound: 0.010, near: true),  // loopback at start-up, 2 loaded cores
+        (roundTrip: .microseconds(9_999), bound: 0.010, near: true),
+        (roundTrip: .milliseconds(10), bound: 0.010, near: false),  // the bound itself is far
+        (roundTrip: .milliseconds(20), bound: 0.010, near: false),  // the bench's cloud-shaped links
+        (roundTrip: .microseconds(300), bound: 0, near: false),  // 0: parts whatever the round trip
+        (roundTrip: .zero, bound: 0, near: false),
+        (roundTrip: .milliseconds(20), bound: 0.050, near: true),
+    ] as [(roundTrip: Duration?, bound: TimeInterval, near: Bool)])
+    func nearness(roundTrip: Duration?, bound: TimeInterval, near: Bool) {
+        #expect(ParallelUploads.isNear(roundTrip: roundTrip, minRoundTrip: .seconds(bound)) == near)
+    }
+
+    /// Writes `content` as `name` in 64 KiB writes in order, waits until a
+    /// streamed send went out if `streams`, and closes.
+    func writeInOrder(_ h: Harness, _ name: String, _ content: Data, streams: Bool) async throws {
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: name, mode: 0o640, flags: O_WRONLY)
+        let inode = entry.attributes.inode
+        var offset = 0
+        while offset < content.count {
+            let piece = content[offset..<min(content.count, offset + (64 << 10))]
+            _ = try await h.fs.write(inode, handle: open.handle, offset: Int64(offset), data: Data(piece))
+            offset += piece.count
+        }
+        for _ in 0..<200 where streams && h.store.requestCount(.streamingSend) < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        try await h.fs.flush(inode, handle: open.handle)
+        try await h.fs.release(inode, handle: open.handle)
+    }
+
+    // Checks semantics.md#parallel-uploads
+    @Test func aNearStoreGetsTheSingleUploadStreamedWhileTheFileIsWritten() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10))
+        h.store.setRoundTrip(.microseconds(300))
+        let content = bytes(1 << 20, seed: 15)
+        try await writeInOrder(h, "near.bin", content, streams: true)
+        #expect(h.store.requestCount(.streamingStart) == 1)
+        #expect(h.store.requestCount(.streamingSend) >= 1, "bytes were sent before the close")
+        #expect(h.store.requestCount(.streamingFinish) == 1)
+        #expect(h.store.requestCount(.putRegion) == 0 && h.store.requestCount(.compose) == 0)
+        #expect(h.store.requestCount(.put) == 0, "the close finished the stream")
+        #expect(h.store.data(of: "near.bin") == content)
+        #expect(partNames(h.store).isEmpty)
+    }
+
+    // Checks semantics.md#parallel-uploads
+    @Test("far, not measured yet, or forced by a bound of 0: parts at close, no stream", arguments: [
+        (roundTrip: .milliseconds(20), bound: 0.010),
+        (roundTrip: nil, bound: 0.010),
+        (roundTrip: .microseconds(300), bound: 0),
+    ] as [(roundTrip: Duration?, bound: TimeInterval)])
+    func partsUnlessNear(roundTrip: Duration?, bound: TimeInterval) async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10, minRoundTrip: bound))
+        h.store.setRoundTrip(roundTrip)
+        let content = bytes(1 << 20, seed: 16)
+        try await writeInOrder(h, "far.bin", content, streams: false)
+        #expect(h.store.requestCount(.streamingStart) == 0)
+        #expect(h.store.requestCount(.putRegion) == 8 && h.store.requestCount(.compose) == 1)
+        #expect(h.store.requestCount(.put) == 0)
+        #expect(h.store.data(of: "far.bin") == content)
+        #expect(partNames(h.store).isEmpty)
     }
 
     @Test func moreThan32PartsAreComposedThroughIntermediateObjects() async throws {

@@ -12,15 +12,20 @@ extension MountTests {
     /// fake-gcs-server: `cp` of a file above `-o parallel-upload-threshold`
     /// goes up as parts side by side, composed into the object; checked
     /// through the server's JSON API and its access log, not the mount.
+    /// The servers are on loopback, where the mount measures a round trip
+    /// far below `parallel-upload-min-rtt` and makes single uploads: tests
+    /// of parts set it to 0, or put a slow proxy in between.
     @Suite struct ParallelUpload {
         static let size = (40 << 20) + 12_345
+        /// Parts whatever the measured round trip.
+        static let forceParts = ["-o", "parallel-upload-min-rtt=0"]
 
         @Test("cp of a file above the threshold: parts, one compose, the right bytes, CRC32C and type, no part left", .timeLimit(.minutes(3)))
         func copyInParts() async throws {
             let gcs = try await DirectGCS.fakeGCSServer(newBucket: "mt-parallel-\(UUID().uuidString.prefix(8).lowercased())")
             let mount = try await Mount.start(
                 endpoint: gcs.base, bucket: gcs.bucket, prefix: "",
-                options: ["-o", "parallel-upload-threshold=4MiB", "-o", "parallel-upload-parts=5"])
+                options: ["-o", "parallel-upload-threshold=4MiB", "-o", "parallel-upload-parts=5"] + Self.forceParts)
             defer { mount.cleanup() }
             let scratch = try Scratch.directory()
             defer { Scratch.remove(scratch) }
@@ -61,6 +66,68 @@ extension MountTests {
             #expect(ls.lines == ["model.json", "small.bin"], "\(ls.out)")
         }
 
+        /// Mounts `bucket` at `endpoint` with a 4 MiB threshold and 5 parts
+        /// (and `options`), `cp`s `size` bytes of pattern `seed` in as
+        /// model.bin, and unmounts; returns the bytes written.
+        static func copyModel(endpoint: String, bucket: String, options: [String] = [], seed: UInt64) async throws -> Data {
+            let mount = try await Mount.start(
+                endpoint: endpoint, bucket: bucket, prefix: "",
+                options: ["-o", "parallel-upload-threshold=4MiB", "-o", "parallel-upload-parts=5"] + options)
+            defer { mount.cleanup() }
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            let data = MountEnv.pattern(Self.size, seed: seed)
+            try data.write(to: URL(fileURLWithPath: "\(scratch)/model.bin"))
+            let cp = try await Tools.run("/bin/cp", ["\(scratch)/model.bin", mount.path])
+            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+            return data
+        }
+
+        static func crc32c(_ data: Data) -> String {
+            var crc = CRC32C()
+            crc.update(data)
+            return crc.base64
+        }
+
+        // Checks semantics.md#parallel-uploads
+        @Test("cp of a file above the threshold to a store on this host: one upload, no part, no compose, the right bytes and checksums", .timeLimit(.minutes(3)))
+        func nearStoreGetsOneUpload() async throws {
+            let gcs = try await DirectGCS.fakeGCSServer(newBucket: "mt-near-\(UUID().uuidString.prefix(8).lowercased())")
+            // Streams start at 8 MiB (the upload chunk): a 40 MiB file streams.
+            let data = try await Self.copyModel(endpoint: gcs.base, bucket: gcs.bucket, options: ["--upload-chunk-size", "8"], seed: 45)
+            // Size, bytes, CRC-32C and MD5 as the server has them.
+            try await ObjectChecks.expect(gcs, "model.bin", holds: data, "one upload")
+            #expect(try await gcs.resource("model.bin")?["crc32c"] as? String == Self.crc32c(data))
+            #expect(try await gcs.list(prefix: "") == ["model.bin"], "no part made")
+
+            let log = try FakeGCSServerLog.requests(bucket: gcs.bucket)
+            let uploads = log.filter { $0.hasPrefix("POST /upload/storage/v1/b/\(gcs.bucket)/o?") }
+            #expect(uploads.count == 1 && uploads.allSatisfy { $0.contains("uploadType=resumable") }, "one resumable upload: \(uploads)")
+            #expect(!log.contains { $0.contains("/compose") || $0.contains(".bucketfs-parts") }, "\(log.suffix(20).joined(separator: "\n"))")
+        }
+
+        // Checks semantics.md#parallel-uploads
+        @Test("the same cp to a store 30 ms away (a proxy delays every answer): parts and a compose, with the default settings", .timeLimit(.minutes(3)))
+        func farStoreGetsParts() async throws {
+            let bucket = "mt-far-\(UUID().uuidString.prefix(8).lowercased())"
+            let proxy = try await FaultProxy(upstream: try MountEnv.fake(), bucket: bucket)
+            defer { proxy.stop() }
+            try await proxy.fault([["stall_seconds": 0.03, "for_seconds": 170]])
+            let data = try await Self.copyModel(endpoint: proxy.endpoint, bucket: bucket, seed: 46)
+            // A composite object: size, CRC-32C and bytes (it has no MD5).
+            let resource = try #require(try await proxy.gcs.resource("model.bin"), "model.bin is not in the bucket")
+            #expect(resource["size"] as? String == "\(data.count)")
+            #expect(resource["crc32c"] as? String == Self.crc32c(data), "crc32c \(resource["crc32c"] ?? "nil"), expected \(Self.crc32c(data))")
+            let same = try await proxy.gcs.download("model.bin") == data
+            #expect(same, "the server's bytes differ from the \(data.count) written")
+            #expect(try await proxy.gcs.list(prefix: "") == ["model.bin"], "no part left")
+            let requests = try await proxy.gcs.requests().filter { $0.path.contains("/b/\(bucket)/") }
+            let composes = requests.filter { $0.method == "POST" && $0.decodedPath.hasSuffix("/o/model.bin/compose") }
+            #expect(composes.count == 1, "\(requests.suffix(20))")
+            let partDeletes = requests.filter { $0.method == "DELETE" && $0.decodedPath.contains("/o/.bucketfs-parts/") }
+            #expect(partDeletes.count == 5, "five parts made and deleted: \(partDeletes.map(\.decodedPath))")
+        }
+
         // Through our own fake (Tests/Servers/fake_gcs.py), which checks
         // compose's preconditions, keeps retention policies and injects
         // faults; fake-gcs-server and gcp-storage-emulator ignore compose's
@@ -72,7 +139,8 @@ extension MountTests {
             let gcs = try DirectGCS.fake(bucket: "mt-\(label)-\(UUID().uuidString.prefix(8).lowercased())")
             let scratch = try Scratch.directory()
             let mount = try await Mount.start(
-                endpoint: try MountEnv.fake(), bucket: gcs.bucket, prefix: "", options: ["-o", "parallel-upload-threshold=4MiB"] + options,
+                endpoint: try MountEnv.fake(), bucket: gcs.bucket, prefix: "",
+                options: ["-o", "parallel-upload-threshold=4MiB"] + Self.forceParts + options,
                 cacheDir: scratch + "/cache")
             let data = MountEnv.pattern(16 << 20, seed: 43)
             try data.write(to: URL(fileURLWithPath: scratch + "/big.bin"))
@@ -140,7 +208,7 @@ extension MountTests {
             let scratch = try Scratch.directory()
             defer { Scratch.remove(scratch) }
             let mount = try await Mount.start(
-                endpoint: try MountEnv.fake(), bucket: gcs.bucket, prefix: "", options: ["-o", "parallel-upload-threshold=4MiB"])
+                endpoint: try MountEnv.fake(), bucket: gcs.bucket, prefix: "", options: ["-o", "parallel-upload-threshold=4MiB"] + Self.forceParts)
             defer { mount.cleanup() }
             let data = MountEnv.pattern(16 << 20, seed: 44)
             try data.write(to: URL(fileURLWithPath: scratch + "/big.bin"))

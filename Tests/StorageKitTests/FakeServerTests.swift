@@ -34,6 +34,23 @@ import Transport
         await #expect(throws: StorageError.self) { _ = try await storage.reference().list(maxResults: 0) }
     }
 
+    @Test func theShortestWaitForAFirstByteIsTheRoundTripEstimateOfThisInstance() async throws {
+        #expect(storage.shortestRoundTrip == nil, "nothing measured before the first request")
+        // curl times an upload's first byte sent, not its answer's.
+        _ = try await storage.reference(objectName: "uploaded.txt").putDataAsync(Data("x".utf8))
+        #expect(storage.shortestRoundTrip == nil, "an upload's answer is not timed")
+        let absent = storage.reference(objectName: "absent-\(UUID().uuidString)")
+        let started = ContinuousClock.now
+        await #expect(throws: StorageError.self) { _ = try await absent.getMetadata() }
+        let elapsed = ContinuousClock.now - started
+        let first = try #require(storage.shortestRoundTrip, "a 404 is an answer, and timed")
+        #expect(first > .zero && first <= elapsed, "\(first) of a request that took \(elapsed)")
+        for _ in 0..<3 { _ = try? await absent.getMetadata() }
+        #expect(try #require(storage.shortestRoundTrip) <= first, "the shortest so far")
+        // Another instance over the same transport has measured nothing.
+        #expect(try TestEnv.fake(bucket: bucket).shortestRoundTrip == nil)
+    }
+
     @Test func pipelinedPagesAreThePagesOneAfterAnother() async throws {
         try await raw.seedListingExample()
         try await expectPipelinedPagesMatchListPages(storage)

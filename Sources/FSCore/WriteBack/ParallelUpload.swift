@@ -21,6 +21,14 @@ import StorageKit
 /// cannot be deleted are kept in `leftovers` (shown by `bucketfs status`)
 /// and tried again before the next parallel upload.
 ///
+/// Parts pay where one connection cannot fill the link: far from the
+/// store, where each connection's rate is bounded by its round trip. A
+/// store measured nearer than `MountOptions.parallelUploadMinRoundTrip`
+/// (`isNear`: this host, the LAN) gets the single upload instead,
+/// streamed while the file is written in order: there one connection is
+/// as fast as the machine, and parts and a compose only add requests and
+/// a second read of the file.
+///
 /// The mount turns it off by itself where it cannot work: a store without
 /// compose (Firebase's v0 API), a bucket with a retention policy (its
 /// temporary objects could not be deleted), which is asked once, at the
@@ -32,6 +40,8 @@ final class ParallelUploads: Sendable {
     let threshold: Int64
     let maxParts: Int
     let minPartSize: Int64
+    /// Round trips shorter than this mean a near store (`isNear`).
+    let minRoundTrip: Duration
     let logger: Logger
 
     /// Sources one compose request takes at most (Cloud Storage's limit).
@@ -49,6 +59,8 @@ final class ParallelUploads: Sendable {
         var availability = Availability.unknown
         /// Temporary objects whose delete failed.
         var leftovers: Set<String> = []
+        /// The log said the store is near (once a mount).
+        var toldNear = false
     }
 
     // Leaf lock; nothing is awaited while it is held.
@@ -59,19 +71,49 @@ final class ParallelUploads: Sendable {
         self.threshold = store.capabilities.compose ? options.parallelUploadThreshold : 0
         self.maxParts = options.parallelUploadParts
         self.minPartSize = options.parallelUploadMinPartSize
+        self.minRoundTrip = .seconds(options.parallelUploadMinRoundTrip)
         self.logger = logger
     }
 
+    /// Whether a store whose round trip measured `roundTrip` (nil: not
+    /// measured yet) is near enough for the single upload: shorter than
+    /// `minRoundTrip`. Not measured is not near: on a near store parts
+    /// cost a part of the rate, on a far one a single stream costs most of
+    /// it. A measurement only ever gets shorter, so a file that streams
+    /// because the store was near is still near at close.
+    static func isNear(roundTrip: Duration?, minRoundTrip: Duration) -> Bool {
+        guard let roundTrip else { return false }
+        return roundTrip < minRoundTrip
+    }
+
     /// Whether a file of `size` bytes would go up in parts (before the
-    /// bucket's retention policy is known: yes, if large enough).
+    /// bucket's retention policy is known: yes, if large enough and the
+    /// store is not near).
     func wouldTake(size: Int64) -> Bool {
         guard threshold > 0, size >= threshold, partCount(size) > 1 else { return false }
+        let roundTrip = store.roundTrip
+        if Self.isNear(roundTrip: roundTrip, minRoundTrip: minRoundTrip) {
+            let firstTime = state.withLock { s in
+                defer { s.toldNear = true }
+                return !s.toldNear
+            }
+            if firstTime, let roundTrip {
+                logger.info("large files go up as one upload, not in parts: the store is near", metadata: [
+                    "round trip": "\(Self.milliseconds(roundTrip))", "parallel-upload-min-rtt": "\(Self.milliseconds(minRoundTrip))",
+                ])
+            }
+            return false
+        }
         return state.withLock { s in
             switch s.availability {
             case .unknown, .available: return true
             case .retentionPolicy, .partsRefused: return false
             }
         }
+    }
+
+    static func milliseconds(_ duration: Duration) -> String {
+        String(format: "%.2f ms", Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15)
     }
 
     /// The temporary objects a failed delete left, by name.

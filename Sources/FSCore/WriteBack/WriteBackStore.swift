@@ -121,7 +121,8 @@ final class WriteBackStore: Sendable {
         let baseReader = keepsBase ? base.flatMap { base in served?.makeReader(path, base) } : nil
         let now = Timestamp(Date())
         // A file that reaches the chunk size would go up in parts anyway
-        // (`ParallelUploads`): a stream would only be abandoned at close.
+        // (`ParallelUploads`, far from the store): a stream would only be
+        // abandoned at close. Near the store it streams as any file does.
         let streamChunk = parallelUploads.wouldTake(size: options.streamChunkSize) ? Int64.max : options.streamChunkSize
         // Its state is registered in `state`, discarded with it (`discard`).
         return state.withLock { s in

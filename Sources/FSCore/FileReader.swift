@@ -330,8 +330,7 @@ final class FileReader: Sendable {
         let firstByte = Atomic<Int64>(-1)
         let count = try await store.read(objectName, generation: info.generation, range: range) { bytes in
             if firstByte.load(ordering: .relaxed) < 0 {
-                let elapsed = (ContinuousClock.now - sent).components
-                firstByte.store(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000, ordering: .relaxed)
+                firstByte.store((ContinuousClock.now - sent).nanoseconds, ordering: .relaxed)
             }
             sink.append(bytes)
         }

@@ -100,8 +100,7 @@ public final class Storage: Sendable {
     /// Keeps `response`'s time to first byte if it is the shortest yet.
     func noteAnswer(_ response: HTTPResponse) {
         guard let waited = response.timeToFirstByte else { return }
-        let (seconds, attoseconds) = waited.components
-        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        let nanoseconds = waited.nanoseconds
         var current = shortestAnswer.load(ordering: .relaxed)
         while nanoseconds < current {
             let (exchanged, original) = shortestAnswer.compareExchange(

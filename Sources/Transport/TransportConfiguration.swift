@@ -86,4 +86,11 @@ extension Duration {
         let (s, atto) = components
         return Double(s) + Double(atto) / 1e18
     }
+
+    /// The duration in whole nanoseconds (what metrics timers and atomics
+    /// keep).
+    public var nanoseconds: Int64 {
+        let (s, atto) = components
+        return s * 1_000_000_000 + atto / 1_000_000_000
+    }
 }

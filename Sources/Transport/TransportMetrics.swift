@@ -50,8 +50,6 @@ final class TransportMetrics: Sendable {
 extension CoreMetrics.Timer {
     /// Records the time from `start` until now.
     public func recordInterval(since start: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - start
-        let (seconds, attoseconds) = elapsed.components
-        recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        recordNanoseconds((ContinuousClock.now - start).nanoseconds)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import StorageKit
+import Transport
 
 /// Parallel composite uploads, as gcloud makes them
 /// (https://cloud.google.com/storage/docs/parallel-composite-uploads): a
@@ -113,7 +114,7 @@ final class ParallelUploads: Sendable {
     }
 
     static func milliseconds(_ duration: Duration) -> String {
-        String(format: "%.2f ms", Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15)
+        String(format: "%.2f ms", duration.seconds * 1000)
     }
 
     /// The temporary objects a failed delete left, by name.

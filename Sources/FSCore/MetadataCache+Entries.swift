@@ -12,9 +12,12 @@ extension MetadataCache {
     ///
     /// An entry a kept listing names is pinned (`pin`): it stays, fresh or
     /// not, while that listing is kept, so the listing can always give its
-    /// entries' metadata. The others are bounded by `capacity` and dropped
-    /// once expired as new ones arrive; when full, expired entries go
-    /// first, then the ones closest to expiry. Finding those costs O(1) per
+    /// entries' metadata. The others have the room the pinned ones leave of
+    /// `capacity` (at least a tenth of it, so a stat made while listings
+    /// fill their budget is kept), and are dropped once expired as new ones
+    /// arrive; when full, expired entries go first, then the ones closest
+    /// to expiry. All together stay within 1.1 × `capacity`: a walk of a
+    /// million names holds its listings' entries and few others. Finding those costs O(1) per
     /// eviction (a walk of millions of names evicts all the time): each
     /// TTL class keeps its paths in order of insertion, which within a
     /// class is the order of expiry.
@@ -47,9 +50,13 @@ extension MetadataCache {
         private var presentOrder = Deque<Record>()
         private var absentOrder = Deque<Record>()
         private var lastStamp: UInt64 = 0
-        /// Entries with a pin (not counted against `capacity`: the listing
-        /// cache's entry budget bounds them).
+        /// Entries with a pin (the listing cache's entry budget bounds
+        /// them; they shrink the room of the others).
         private(set) var pinnedCount = 0
+
+        /// How many unpinned entries may stay: what the pinned leave of
+        /// `capacity`, but at least a tenth of it.
+        private var unpinnedCapacity: Int { max(capacity - pinnedCount, capacity / 10, 1) }
 
         init(ttl: Duration, negativeTTL: Duration, capacity: Int) {
             self.ttl = ttl
@@ -102,7 +109,7 @@ extension MetadataCache {
             entries[path] = Entry(node: node, expiry: record.expiry, stamp: record.stamp, pins: pins)
             if pins == 0 { enqueue(record, absent: node == .absent) }
             dropExpiredFronts(now: now)
-            if entries.count - pinnedCount > capacity { shrink() }
+            if entries.count - pinnedCount > unpinnedCapacity { shrink() }
             if presentOrder.count + absentOrder.count > 2 * entries.count + 1024 { dropStaleRecords() }
         }
 
@@ -168,11 +175,11 @@ extension MetadataCache {
             if absent { place(&absentOrder) } else { place(&presentOrder) }
         }
 
-        /// Evicts unpinned entries down to 90% of capacity, earliest expiry
-        /// first (expired entries have the earliest), from whichever
+        /// Evicts unpinned entries down to 90% of their room, earliest
+        /// expiry first (expired entries have the earliest), from whichever
         /// queue's live front expires first.
         private mutating func shrink() {
-            let target = capacity * 9 / 10
+            let target = unpinnedCapacity * 9 / 10
             while entries.count - pinnedCount > target {
                 dropStaleFronts()
                 let fromPresent: Bool

@@ -147,16 +147,31 @@ import Testing
             cache.pin("listed\(i)")
         }
         #expect(cache.pinnedCount == 5)
-        // Ten more names, and time past every TTL: the pinned five stay
-        // (not counted against capacity), stale but there for their listing.
+        // Ten more names, and time past every TTL: the pinned five stay,
+        // stale but there for their listing; the others share what they
+        // leave of the capacity.
         for i in 0..<10 { cache.insert("n\(i)", .file(info("n\(i)")), now: .seconds(20) + .milliseconds(i)) }
-        #expect(cache.count == 15)
+        #expect(cache.count <= 10 && cache.pinnedCount == 5)
+        #expect(cache.lookup("n9", now: .seconds(20) + .milliseconds(10)) != nil, "the newest stays")
         #expect(cache.lookup("listed0", now: .seconds(21)) == nil, "expired for a stat")
         #expect(cache.stored("listed0") == .file(info("listed0")), "kept for the listing")
         for i in 0..<5 { cache.unpin("listed\(i)") }
         #expect(cache.pinnedCount == 0)
         cache.insert("next", .absent, now: .seconds(21))
         #expect(cache.stored("listed0") == nil && cache.count <= 10, "unpinned: evicted like any other")
+    }
+
+    @Test func pinnedEntriesLeaveTheOthersATenthAtLeast() {
+        var cache = cache(capacity: 100)
+        // Listings pin the whole capacity (their budget is the same).
+        for i in 0..<100 {
+            cache.insert("listed\(i)", .file(info("listed\(i)")), now: .zero)
+            cache.pin("listed\(i)")
+        }
+        for i in 0..<50 { cache.insert("n\(i)", .file(info("n\(i)")), now: .milliseconds(i)) }
+        #expect(cache.count <= 110, "all together within 1.1 × capacity")
+        #expect(cache.lookup("n49", now: .seconds(1)) != nil, "a stat made now is kept")
+        #expect(cache.stored("listed0") != nil, "the listings keep theirs")
     }
 
     @Test func aPinnedEntryRemovedLeavesNoPinBehind() {

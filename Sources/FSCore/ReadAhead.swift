@@ -35,8 +35,9 @@
 ///   `singleStreamRate` keeps the single growing stream, which costs the
 ///   fewest requests (loopback, a fast network); a slower one goes
 ///   `parallel`, in parts of `minPartSize` … `maxPartSize` (four round
-///   trips' worth of bytes, so a part's own round trip costs little), and
-///   the window grows four times per refill instead of twice, up to
+///   trips' worth of bytes, so a part's own round trip costs little). The
+///   window opens at once to `partsAtOnce` parts, and then grows four
+///   times per refill instead of twice, up to
 ///   `maxParallelWindow` (as large as the default
 ///   read-ahead budget: the budget, shared by every open file, is the
 ///   bound on memory), so that many parts are in flight. At 50 ms and
@@ -67,12 +68,17 @@ struct ReadAhead: Sendable, Equatable {
         var minPartSize: Int64
         var maxPartSize: Int64
         var maxParallelWindow: Int64
+        /// How many parts the window holds from the moment a request shows
+        /// the link slow (curl's 8 ranges, gcsfuse's workers): growing
+        /// from the window of the stream so far would cost one round trip
+        /// and more per refill before as many parts were in flight.
+        var partsAtOnce: Int64
 
         init(
             initialWindow: Int64 = 1 << 20, maxWindow: Int64 = 64 << 20, blockSize: Int64 = 1 << 20,
             seekTolerance: Int64 = 16 << 20, keepBehind: Int64 = 2 << 20,
             singleStreamRate: Double = 256 * 1_048_576, minPartSize: Int64 = 8 << 20, maxPartSize: Int64 = 16 << 20,
-            maxParallelWindow: Int64 = 256 << 20
+            maxParallelWindow: Int64 = 256 << 20, partsAtOnce: Int64 = 8
         ) {
             self.blockSize = max(1, blockSize)
             self.keepBehind = keepBehind
@@ -84,6 +90,7 @@ struct ReadAhead: Sendable, Equatable {
             self.minPartSize = Self.roundUp(max(minPartSize, 1), to: self.blockSize)
             self.maxPartSize = max(self.minPartSize, Self.roundUp(maxPartSize, to: self.blockSize))
             self.maxParallelWindow = max(self.maxWindow, Self.roundUp(maxParallelWindow, to: self.blockSize))
+            self.partsAtOnce = max(1, partsAtOnce)
         }
 
         static func roundUp(_ value: Int64, to block: Int64) -> Int64 {
@@ -196,8 +203,15 @@ struct ReadAhead: Sendable, Equatable {
         // at most a fifth of its time.
         let wanted = Int64(rate * firstByte * 4)
         let size = min(configuration.maxPartSize, max(configuration.minPartSize, alignUp(wanted)))
+        if transfer == .single, isStreaming {
+            // The link just showed itself slow: the next refill sends
+            // `partsAtOnce` parts side by side (a stream's later refills
+            // grow from there).
+            window = max(window, min(configuration.maxParallelWindow, size * configuration.partsAtOnce))
+        }
         transfer = .parallel(partSize: size)
     }
+
 
     /// Refills end on a multiple of this: a block, or a whole part, so
     /// that every part but the file's last is full-sized.

@@ -94,6 +94,33 @@ struct ReadAheadPartsTests {
         #expect(refillsToTheCap(&fast, cap: 16 * MiB) == 4)
     }
 
+    @Test func aLinkFirstSeenSlowSendsEightPartsAtOnce() {
+        var machine = ReadAhead(configuration: configuration, objectSize: 512 * MiB)
+        let stream = stream(&machine, to: 2 * MiB)
+        #expect(stream.allSatisfy { $0.upperBound <= 8 * MiB }, "a few MiB on one stream while the link is unknown: \(stream)")
+        let frontier = machine.frontier
+        // 20 ms, 32 MiB/s: parts of 8 MiB, and the window opens to eight
+        // of them (64 MiB, this configuration's cap) at the next read.
+        machine.linkMeasured(bytes: MiB, firstByte: 0.020, total: 0.051)
+        #expect(machine.window == 64 * MiB)
+        let next = prefetches(machine.read(offset: 2 * MiB, size: 128 * KiB))
+        #expect(next.first?.lowerBound == frontier && next.count >= 7, "parts side by side at once: \(next)")
+        #expect(next.dropFirst().allSatisfy { $0.count == 8 * MiB }, "\(next)")
+        #expect(machine.frontier >= 2 * MiB + 64 * MiB)
+        // A link measured again (each part's first block) opens nothing more.
+        machine.linkMeasured(bytes: MiB, firstByte: 0.020, total: 0.051)
+        #expect(prefetches(machine.read(offset: 2 * MiB + Int64(128 * KiB), size: 128 * KiB)).isEmpty)
+    }
+
+    @Test func aLinkMeasuredBeforeAStreamLeavesItsFirstWindowSmall() {
+        // A random read's direct fetch showed the link; a stream that
+        // then starts may be a 4 KiB read: one part, not eight.
+        var machine = ReadAhead(configuration: configuration, objectSize: 512 * MiB)
+        machine.linkMeasured(bytes: MiB, firstByte: 0.020, total: 0.051)
+        #expect(prefetches(machine.read(offset: 0, size: 4 * KiB)) == [0..<(8 * MiB)])
+        #expect(machine.window == 4 * MiB, "grown from the first window, four times")
+    }
+
     @Test func aFastLinkKeepsOneRequestPerRefill() {
         var machine = ReadAhead(configuration: configuration, objectSize: 512 * MiB)
         _ = stream(&machine, to: 8 * MiB)

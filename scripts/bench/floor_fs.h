@@ -58,6 +58,16 @@ static inline void floor_init(void *userdata, struct fuse_conn_info *conn) {
     if (file->max_read) conn->max_read = file->max_read;
 }
 
+// Where a READ of size bytes at off ends within the file; at or past its
+// end, replies with no bytes and returns -1.
+static inline off_t floor_read_end(fuse_req_t req, const struct floor_file *file, size_t size, off_t off) {
+    if (off >= file->size) {
+        fuse_reply_buf(req, NULL, 0);
+        return -1;
+    }
+    return (off_t)size > file->size - off ? file->size : off + (off_t)size;
+}
+
 static inline void floor_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     if (parent != 1 || strcmp(name, "file") != 0) {
         fuse_reply_err(req, ENOENT);

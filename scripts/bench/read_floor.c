@@ -32,12 +32,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
     (void)ino;
     (void)fi;
-    if (off >= file.size) {
-        fuse_reply_buf(req, NULL, 0);
-        return;
-    }
-    if ((off_t)size > file.size - off) size = file.size - off;
-    fuse_reply_buf(req, data + off, size);
+    off_t end = floor_read_end(req, &file, size, off);
+    if (end >= 0) fuse_reply_buf(req, data + off, end - off);
 }
 
 static const struct fuse_lowlevel_ops ops = {

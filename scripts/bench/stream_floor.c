@@ -141,11 +141,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
     (void)ino;
     (void)fi;
-    if (off >= file.size) {
-        fuse_reply_buf(req, NULL, 0);
-        return;
-    }
-    off_t end = (off_t)size > file.size - off ? file.size : off + (off_t)size;
+    off_t end = floor_read_end(req, &file, size, off);
+    if (end < 0) return;
     if (atomic_load(&arrived) < end) {
         struct waiter w = {.end = end, .go = PTHREAD_COND_INITIALIZER};
         pthread_mutex_lock(&lock);

@@ -14,13 +14,14 @@ extension MetadataCache {
     /// not, while that listing is kept, so the listing can always give its
     /// entries' metadata. The others have the room the pinned ones leave of
     /// `capacity` (at least a tenth of it, so a stat made while listings
-    /// fill their budget is kept), and are dropped once expired as new ones
-    /// arrive; when full, expired entries go first, then the ones closest
-    /// to expiry. All together stay within 1.1 × `capacity`: a walk of a
-    /// million names holds its listings' entries and few others. Finding those costs O(1) per
-    /// eviction (a walk of millions of names evicts all the time): each
-    /// TTL class keeps its paths in order of insertion, which within a
-    /// class is the order of expiry.
+    /// fill their budget is kept), so all together stay within 1.1 ×
+    /// `capacity`: a walk of a million names holds its listings' entries
+    /// and few others. Unpinned entries are dropped once expired as new
+    /// ones arrive; when full, expired entries go first, then the ones
+    /// closest to expiry. Finding those costs O(1) per eviction (a walk of
+    /// millions of names evicts all the time): each TTL class keeps its
+    /// paths in order of insertion, which within a class is the order of
+    /// expiry.
     struct Entries: Sendable {
         private struct Entry: Sendable {
             var node: Node

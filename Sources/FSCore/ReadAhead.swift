@@ -212,7 +212,6 @@ struct ReadAhead: Sendable, Equatable {
         transfer = .parallel(partSize: size)
     }
 
-
     /// Refills end on a multiple of this: a block, or a whole part, so
     /// that every part but the file's last is full-sized.
     private var requestUnit: Int64 {

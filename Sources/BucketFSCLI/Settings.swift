@@ -96,14 +96,14 @@ enum Settings {
         .filesystem(\.parallelUploadThreshold, into: .parsed(
             \.parallelUploadThreshold, refusal: "is not a size (e.g. 64MiB, 512KiB, 1GiB) or off") { FilesystemFlags.parseSize($0) }),
         "parallel-upload-threshold", "SIZE", default: "64MiB",
-        help: "Files of at least this size (MiB, or with KiB/MiB/GiB) are uploaded as parts side by side, then composed into the object (off or 0: never). Not on Firebase sign-ins, nor in a bucket with a retention policy; see docs/performance.md.")
+        help: "Files of at least this size (MiB, or with KiB/MiB/GiB) are uploaded as parts side by side, then composed into the object (off or 0: never); a file written in order sends a part each --upload-chunk-size while it is written. Not on Firebase sign-ins, nor in a bucket with a retention policy; see docs/performance.md.")
     static let parallelUploadParts = Setting<Int>(.filesystem(\.parallelUploadParts, into: .field(\.parallelUploadParts)),
         "parallel-upload-parts", "N", default: 8,
         range: .within(1...1024), help: "Parts of a parallel upload, 1 to 1024, sent up to 32 at a time; fewer for files that would make parts under 8 MiB.")
     static let parallelUploadMinRTT = Setting<Double>(
         .filesystem(\.parallelUploadMinRTT, into: .converted(\.parallelUploadMinRoundTrip) { $0 / 1000 }),
         "parallel-upload-min-rtt", "MS", default: 10, range: .nonNegative("round trips"),
-        help: "Parallel uploads only from a store whose round trip, as the mount measures it (the shortest wait for an answer's first byte), is at least this many milliseconds; a nearer one (this host, the LAN) gets one upload, streamed while the file is written (0: parts whatever the round trip).")
+        help: "A file not written in order goes up in parts only to a store whose round trip, as the mount measures it (the shortest wait for an answer's first byte), is at least this many milliseconds; a nearer one (this host, the LAN) gets one upload at close (0: parts whatever the round trip). A file written in order sends its parts while it is written, near or far.")
     static let listingStatWidth = Setting<Int>(.filesystem(\.listingStatWidth, into: .field(\.listingStatWidth)),
         "listing-stat-width", default: 16, hidden: true, help: "Attribute lookups one listing may run at once.")
 
@@ -127,7 +127,7 @@ enum Settings {
         "stall-timeout", "S", default: 30, help: "Seconds without progress before a transfer is abandoned and retried.")
     static let uploadChunkSize = Setting<Int>(.process(\.uploadChunkMiB),
         "upload-chunk-size", "MiB", default: 64,
-        range: .within(1...1024, unit: "MiB"), help: "Size of each request of a resumable upload, in MiB, 1 to 1024 (files written in order also start uploading once they hold this much).")
+        range: .within(1...1024, unit: "MiB"), help: "Size of each request of a resumable upload, in MiB, 1 to 1024 (files written in order also start uploading once they hold this much, and send parts of this size where parallel uploads apply).")
     static let retryAttempts = Setting<Int>(.process(\.retryAttempts),
         "retry-attempts", "N", default: 20,
         help: "Attempts per request at most (1: no retries); --retry-max-time usually ends retries first.")

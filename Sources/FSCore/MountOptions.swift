@@ -67,16 +67,19 @@ public struct MountOptions: Sendable, Equatable {
     /// stats opendir runs at once to complete a listing.
     public var listingStatWidth: Int
     /// A staged file of at least this many bytes goes up as parts side by
-    /// side, composed into the object (`ParallelUpload`); 0: never.
+    /// side, composed into the object (`ParallelUpload`); 0: never. If it
+    /// is at most `streamChunkSize`, a file written in order sends a part
+    /// each `streamChunkSize` bytes while it is written (`PartsStream`).
     public var parallelUploadThreshold: Int64
     /// How many parts a parallel upload has at most (sent up to 32 at a
     /// time); fewer when parts would be smaller than `parallelUploadMinPartSize`.
     public var parallelUploadParts: Int
     public var parallelUploadMinPartSize: Int64
     /// Seconds: a store whose measured round trip (`ObjectStore.roundTrip`)
-    /// is shorter than this (this host, the LAN) gets no parallel uploads
-    /// but the single upload, streamed while the file is written; parts
-    /// while nothing is measured, and always with 0.
+    /// is shorter than this (this host, the LAN) gets the single upload at
+    /// close for a file not written in order (one written in order has
+    /// sent its parts already); parts while nothing is measured, and
+    /// always with 0.
     public var parallelUploadMinRoundTrip: TimeInterval
 
     public init(

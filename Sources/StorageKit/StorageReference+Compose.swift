@@ -7,8 +7,10 @@ import Transport
 /// concatenates up to 32 of them into the destination in the store. The
 /// JSON API only: Firebase's v0 API has no compose.
 extension StorageReference {
-    /// Uploads bytes `range` of the file at `path` as this object (one
-    /// request, or a resumable upload above the multipart threshold).
+    /// Uploads bytes `range` of the file at `path` as this object, in one
+    /// multipart request whatever the size: a part that fails is sent
+    /// again whole, so a resumable session would only add the round trip
+    /// that starts it.
     /// `crc32c` (base64) goes in the object resource, so the server refuses
     /// bytes that do not match it. Content type application/octet-stream
     /// unless `metadata` says otherwise.
@@ -24,7 +26,7 @@ extension StorageReference {
         if effective.contentType == nil { effective.contentType = ContentType.fallback }
         let uploader = Uploader(
             reference: self, source: .fileRegion(path: path, range: range), size: Int64(range.count), metadata: effective,
-            ifGenerationMatch: ifGenerationMatch, crc32c: crc32c)
+            ifGenerationMatch: ifGenerationMatch, crc32c: crc32c, oneRequest: true)
         let task = StorageUploadTask(reference: self, uploader: uploader)
         task.start()
         return try await task.completion()

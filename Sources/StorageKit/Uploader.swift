@@ -91,9 +91,11 @@ final class Uploader: Sendable {
     /// of the same upload started; the upload goes on from what the server
     /// holds of it. `crc32c` (base64), when given, goes in the object
     /// resource: the server then refuses bytes with another checksum.
+    /// `oneRequest`: a multipart request whatever the size (for bytes that
+    /// are cheaper to send again whole than to resume).
     init(
         reference: StorageReference, source: UploadSource, size: Int64, metadata: StorageMetadata, ifGenerationMatch: Int64?,
-        resumingSession: String? = nil, crc32c: String? = nil
+        resumingSession: String? = nil, crc32c: String? = nil, oneRequest: Bool = false
     ) {
         self.reference = reference
         self.source = source
@@ -102,7 +104,7 @@ final class Uploader: Sendable {
         self.resource = UploadResource(metadata: metadata, name: reference.fullPath, crc32c: crc32c)
         self.ifGenerationMatch = ifGenerationMatch
         self.customMetadata = metadata.customMetadata ?? [:]
-        self.useResumable = size > api.configuration.multipartThreshold
+        self.useResumable = !oneRequest && size > api.configuration.multipartThreshold
         self.session = ResumableSession(reference: reference, source: source)
         if let resumingSession, useResumable {
             session.resume(uri: resumingSession, resource: resource, ifGenerationMatch: ifGenerationMatch)

@@ -112,7 +112,7 @@ import StorageKit
     }
 
     /// Writes `content` as `name` in 64 KiB writes in order, waits until a
-    /// streamed send went out if `streams`, and closes.
+    /// streamed send or part went out if `streams`, and closes.
     func writeInOrder(_ h: Harness, _ name: String, _ content: Data, streams: Bool) async throws {
         let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: name, mode: 0o640, flags: O_WRONLY)
         let inode = entry.attributes.inode
@@ -122,46 +122,71 @@ import StorageKit
             _ = try await h.fs.write(inode, handle: open.handle, offset: Int64(offset), data: Data(piece))
             offset += piece.count
         }
-        for _ in 0..<200 where streams && h.store.requestCount(.streamingSend) < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<200 where streams && h.store.requestCount(.streamingSend) + h.store.requestCount(.putRegion) < 1 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         try await h.fs.flush(inode, handle: open.handle)
         try await h.fs.release(inode, handle: open.handle)
     }
 
     // Checks semantics.md#parallel-uploads
-    @Test func aNearStoreGetsTheSingleUploadStreamedWhileTheFileIsWritten() async throws {
+    @Test func aNearStoreGetsTheSingleUploadForAFileNotWrittenInOrder() async throws {
         let cache = temporaryDirectory("parallel")
         defer { removeDirectory(cache) }
         let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10))
         h.store.setRoundTrip(.microseconds(300))
-        let content = bytes(1 << 20, seed: 15)
-        try await writeInOrder(h, "near.bin", content, streams: true)
-        #expect(h.store.requestCount(.streamingStart) == 1)
-        #expect(h.store.requestCount(.streamingSend) >= 1, "bytes were sent before the close")
-        #expect(h.store.requestCount(.streamingFinish) == 1)
+        var content = bytes(1 << 20, seed: 15)
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "near.bin", mode: 0o640, flags: O_WRONLY)
+        let inode = entry.attributes.inode
+        // The second half first, then the first: never in order.
+        for offset in [1 << 19, 0] {
+            _ = try await h.fs.write(inode, handle: open.handle, offset: Int64(offset), data: content.subdata(in: offset..<(offset + (1 << 19))))
+        }
+        content.replaceSubrange(0..<4, with: Data("edit".utf8))
+        _ = try await h.fs.write(inode, handle: open.handle, offset: 0, data: Data("edit".utf8))
+        try await h.fs.flush(inode, handle: open.handle)
+        try await h.fs.release(inode, handle: open.handle)
+        #expect(h.store.requestCount(.put) == 1, "one upload at close")
         #expect(h.store.requestCount(.putRegion) == 0 && h.store.requestCount(.compose) == 0)
-        #expect(h.store.requestCount(.put) == 0, "the close finished the stream")
+        #expect(h.store.requestCount(.streamingStart) == 0)
         #expect(h.store.data(of: "near.bin") == content)
         #expect(partNames(h.store).isEmpty)
     }
 
     // Checks semantics.md#parallel-uploads
-    @Test("far, not measured yet, or forced by a bound of 0: parts at close, no stream", arguments: [
+    @Test("written in order, near or far, measured or not: parts sent while the file is written, composed at close", arguments: [
+        (roundTrip: .microseconds(300), bound: 0.010),
         (roundTrip: .milliseconds(20), bound: 0.010),
         (roundTrip: nil, bound: 0.010),
         (roundTrip: .microseconds(300), bound: 0),
     ] as [(roundTrip: Duration?, bound: TimeInterval)])
-    func partsUnlessNear(roundTrip: Duration?, bound: TimeInterval) async throws {
+    func partsWhileWritten(roundTrip: Duration?, bound: TimeInterval) async throws {
         let cache = temporaryDirectory("parallel")
         defer { removeDirectory(cache) }
         let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10, minRoundTrip: bound))
         h.store.setRoundTrip(roundTrip)
         let content = bytes(1 << 20, seed: 16)
-        try await writeInOrder(h, "far.bin", content, streams: false)
+        try await writeInOrder(h, "far.bin", content, streams: true)
         #expect(h.store.requestCount(.streamingStart) == 0)
-        #expect(h.store.requestCount(.putRegion) == 8 && h.store.requestCount(.compose) == 1)
+        #expect(h.store.requestCount(.putRegion) == 4, "one part per 256 KiB chunk")
+        #expect(h.store.requestCount(.compose) == 1)
         #expect(h.store.requestCount(.put) == 0)
         #expect(h.store.data(of: "far.bin") == content)
+        #expect(try await h.store.stat("far.bin").crc32c == crc32c(content))
         #expect(partNames(h.store).isEmpty)
+    }
+
+    @Test func aStreamChunkBelowTheThresholdKeepsTheSingleStream() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        // Files that stream (256 KiB and more) may stay below 2 MiB.
+        let h = try Harness(options: Self.options(cache, threshold: 2 << 20, streamChunk: 256 << 10))
+        h.store.setRoundTrip(.microseconds(300))
+        let content = bytes(1 << 20, seed: 17)
+        try await writeInOrder(h, "small.bin", content, streams: true)
+        #expect(h.store.requestCount(.streamingStart) == 1 && h.store.requestCount(.streamingFinish) == 1)
+        #expect(h.store.requestCount(.putRegion) == 0 && h.store.requestCount(.compose) == 0)
+        #expect(h.store.data(of: "small.bin") == content)
     }
 
     @Test func moreThan32PartsAreComposedThroughIntermediateObjects() async throws {

@@ -13,8 +13,10 @@ extension MountTests {
     /// goes up as parts side by side, composed into the object; checked
     /// through the server's JSON API and its access log, not the mount.
     /// The servers are on loopback, where the mount measures a round trip
-    /// far below `parallel-upload-min-rtt` and makes single uploads: tests
-    /// of parts set it to 0, or put a slow proxy in between.
+    /// far below `parallel-upload-min-rtt` and uploads a file not written
+    /// in order whole: tests of parts at close set it to 0, or put a slow
+    /// proxy in between. A file written in order (`cp`) sends its parts
+    /// while it is written, near or far, once it reaches the upload chunk.
     @Suite struct ParallelUpload {
         static let size = (40 << 20) + 12_345
         /// Parts whatever the measured round trip.
@@ -90,11 +92,27 @@ extension MountTests {
         }
 
         // Checks semantics.md#parallel-uploads
-        @Test("cp of a file above the threshold to a store on this host: one upload, no part, no compose, the right bytes and checksums", .timeLimit(.minutes(3)))
-        func nearStoreGetsOneUpload() async throws {
+        @Test("a file above the threshold written out of order to a store on this host: one upload at close, no part, no compose", .timeLimit(.minutes(3)))
+        func nearStoreGetsOneUploadForAFileNotWrittenInOrder() async throws {
             let gcs = try await DirectGCS.fakeGCSServer(newBucket: "mt-near-\(UUID().uuidString.prefix(8).lowercased())")
-            // Streams start at 8 MiB (the upload chunk): a 40 MiB file streams.
-            let data = try await Self.copyModel(endpoint: gcs.base, bucket: gcs.bucket, options: ["--upload-chunk-size", "8"], seed: 45)
+            let mount = try await Mount.start(
+                endpoint: gcs.base, bucket: gcs.bucket, prefix: "",
+                options: ["-o", "parallel-upload-threshold=4MiB", "-o", "parallel-upload-parts=5", "--upload-chunk-size", "8"])
+            defer { mount.cleanup() }
+            let data = MountEnv.pattern(Self.size, seed: 45)
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            try data.write(to: URL(fileURLWithPath: "\(scratch)/model.bin"))
+            // The second half first, then the first: one open, never in order.
+            let script = """
+                import sys
+                data = open(sys.argv[1], 'rb').read()
+                half = len(data) // 2
+                with open(sys.argv[2], 'wb') as f:
+                    f.seek(half); f.write(data[half:]); f.seek(0); f.write(data[:half])
+                """
+            let python = try await Tools.run("/usr/bin/python3", ["-c", script, "\(scratch)/model.bin", "\(mount.path)/model.bin"])
+            #expect(python.ok, "\(python.summary)\nlog:\n\(mount.logTail())")
             // Size, bytes, CRC-32C and MD5 as the server has them.
             try await ObjectChecks.expect(gcs, "model.bin", holds: data, "one upload")
             #expect(try await gcs.resource("model.bin")?["crc32c"] as? String == Self.crc32c(data))
@@ -104,6 +122,29 @@ extension MountTests {
             let uploads = log.filter { $0.hasPrefix("POST /upload/storage/v1/b/\(gcs.bucket)/o?") }
             #expect(uploads.count == 1 && uploads.allSatisfy { $0.contains("uploadType=resumable") }, "one resumable upload: \(uploads)")
             #expect(!log.contains { $0.contains("/compose") || $0.contains(".bucketfs-parts") }, "\(log.suffix(20).joined(separator: "\n"))")
+        }
+
+        // Checks semantics.md#parallel-uploads
+        @Test("cp of a file above the threshold to a store on this host: a part per 8 MiB chunk while it is written, one compose, the right bytes", .timeLimit(.minutes(3)))
+        func nearStoreGetsPartsWhileTheFileIsWritten() async throws {
+            let gcs = try await DirectGCS.fakeGCSServer(newBucket: "mt-stream-\(UUID().uuidString.prefix(8).lowercased())")
+            // Streams start at 8 MiB (the upload chunk): 40 MiB and 12,345
+            // bytes make five parts of 8 MiB and the tail. (Parts at close
+            // would be five of 8 MiB and 2,469 bytes each.)
+            let data = try await Self.copyModel(endpoint: gcs.base, bucket: gcs.bucket, options: ["--upload-chunk-size", "8"], seed: 47)
+            let resource = try #require(try await gcs.resource("model.bin"), "model.bin is not in the bucket")
+            #expect(resource["size"] as? String == "\(data.count)")
+            #expect(resource["crc32c"] as? String == Self.crc32c(data))
+            let same = try await gcs.download("model.bin") == data
+            #expect(same, "the server's bytes differ from the \(data.count) written")
+            #expect(try await gcs.list(prefix: "") == ["model.bin"], "no part left")
+
+            let log = try FakeGCSServerLog.requests(bucket: gcs.bucket)
+            let uploads = log.filter { $0.hasPrefix("POST /upload/storage/v1/b/\(gcs.bucket)/o?") }
+            #expect(uploads.count == 6 && uploads.allSatisfy { $0.contains("uploadType=multipart") && $0.contains("ifGenerationMatch=0") },
+                    "six parts, one request each: \(uploads.joined(separator: "\n"))")
+            #expect(log.filter { $0.hasPrefix("POST /storage/v1/b/\(gcs.bucket)/o/model.bin/compose") }.count == 1)
+            #expect(log.filter { $0.hasPrefix("DELETE /storage/v1/b/\(gcs.bucket)/o/.bucketfs-parts%2F") }.count == 6)
         }
 
         // Checks semantics.md#parallel-uploads

@@ -39,8 +39,8 @@ import Transport
         let data = TestEnv.randomData(700 << 10, seed: 29)
         let path = try file(data)
         defer { unlink(path) }
-        // Two parts below the multipart threshold and one above it (a
-        // resumable upload of a region).
+        // Two parts below the multipart threshold and one above it (one
+        // multipart request all the same: a part is never resumable).
         let ranges: [Range<Int64>] = [0..<(100 << 10), (100 << 10)..<(500 << 10), (500 << 10)..<(700 << 10)]
         var parts: [StorageReference] = []
         var crc = CRC32C().value

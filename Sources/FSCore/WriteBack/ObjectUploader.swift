@@ -19,8 +19,10 @@ import Logging
 /// object fails the next one with 412 rather than storing it twice.
 ///
 /// A file large enough for `ParallelUploads` goes up in parts instead of
-/// one request; a stream it may have is abandoned (the parts carry the
-/// bytes side by side, which one stream cannot).
+/// one request: a `PartsStream` started while it was written is finished
+/// (its last part and the compose); a single stream it may have is
+/// abandoned (the parts carry the bytes side by side, which one stream
+/// cannot).
 struct ObjectUploader: Sendable {
     let store: any ObjectStore
     let parallel: ParallelUploads
@@ -50,11 +52,11 @@ struct ObjectUploader: Sendable {
     func upload(_ plan: Plan) async -> Result<ObjectInfo, StoreError> {
         let inParts = await parallel.takes(size: plan.size)
         if let stream = plan.stream {
-            if inParts {
+            if stream.stream.put is PartsStream || !inParts {
+                if let streamed = await finish(stream, plan) { return .success(streamed) }
+            } else {
                 _ = await stream.lastSend?.value
                 await stream.stream.put.abandon()
-            } else if let streamed = await finish(stream, plan) {
-                return .success(streamed)
             }
         }
         do {
@@ -84,6 +86,10 @@ struct ObjectUploader: Sendable {
         }
         let info: ObjectInfo
         do {
+            if let parts = stream.put as? PartsStream {
+                // The compose carries the options of the close: no patch.
+                return try await parts.finish(size: plan.size, options: plan.options)
+            }
             info = try await stream.put.finish(size: plan.size)
         } catch {
             logger.warning("finishing the streaming upload failed; uploading the whole file", metadata: ["object": "\(plan.name)", "cause": "\(error)"])

@@ -22,13 +22,15 @@ import Transport
 /// cannot be deleted are kept in `leftovers` (shown by `bucketfs status`)
 /// and tried again before the next parallel upload.
 ///
-/// Parts pay where one connection cannot fill the link: far from the
-/// store, where each connection's rate is bounded by its round trip. A
-/// store measured nearer than `MountOptions.parallelUploadMinRoundTrip`
-/// (`isNear`: this host, the LAN) gets the single upload instead,
-/// streamed while the file is written in order: there one connection is
-/// as fast as the machine, and parts and a compose only add requests and
-/// a second read of the file.
+/// A file written in order sends its parts while it is written
+/// (`PartsStream`, `streamsParts`), so the close only adds the last part
+/// and the compose. For a file written otherwise, uploaded whole at
+/// close, parts pay where one connection cannot fill the link: far from
+/// the store, where each connection's rate is bounded by its round trip.
+/// A store measured nearer than `MountOptions.parallelUploadMinRoundTrip`
+/// (`isNear`: this host, the LAN) gets the single upload for such a file:
+/// there one connection is as fast as the machine, and parts and a
+/// compose after the writing only add requests and a second read.
 ///
 /// The mount turns it off by itself where it cannot work: a store without
 /// compose (Firebase's v0 API), a bucket with a retention policy (its
@@ -124,7 +126,29 @@ final class ParallelUploads: Sendable {
     /// the bucket has no retention policy (asked once).
     func takes(size: Int64) async -> Bool {
         guard wouldTake(size: size) else { return false }
-        guard case .unknown = state.withLock({ $0.availability }) else { return true }
+        return await isAvailable()
+    }
+
+    /// Whether a file written in order sends its parts while it is written
+    /// (`PartsStream`), near the store or far: parallel uploads are on,
+    /// every file that streams (one of `chunk` bytes at least) is above
+    /// the threshold, and the bucket has no retention policy. Near the
+    /// store too: the parts overlap the writing as one session would, and
+    /// no single session has to carry the whole file (docs/performance.md,
+    /// Parallel uploads, has the figures).
+    func streamsParts(chunk: Int64) async -> Bool {
+        guard threshold > 0, chunk >= threshold else { return false }
+        return await isAvailable()
+    }
+
+    /// Whether parts work in this bucket: asks for its retention policy
+    /// the first time.
+    private func isAvailable() async -> Bool {
+        switch state.withLock({ $0.availability }) {
+        case .available: return true
+        case .retentionPolicy, .partsRefused: return false
+        case .unknown: break
+        }
         let availability: Availability
         do {
             availability = try await store.retentionPeriod().map { .retentionPolicy(seconds: $0) } ?? .available
@@ -177,23 +201,13 @@ final class ParallelUploads: Sendable {
     /// Uploads the file at `path` (`size` bytes) as `name` in parts.
     func upload(_ name: String, from path: String, size: Int64, options: PutOptions) async throws(StoreError) -> ObjectInfo {
         await deleteLeftovers()
-        if let expected = options.ifGenerationMatch {
-            // Fail before sending any byte if the precondition fails already.
-            let live: Int64
-            switch await store.statResult(name) {
-            case .success(let info): live = info.generation
-            case .failure(.notFound): live = 0
-            case .failure(let error): throw error
-            }
-            guard live == expected else {
-                throw .preconditionFailed("\(name): generation \(live), expected \(expected) (checked before the parallel upload)")
-            }
-        }
+        try await checkPrecondition(name, options)
         let run = PartNames()
         var made: [String] = []
         let result: Result<ObjectInfo, StoreError>
         do throws(StoreError) {
-            result = .success(try await compose(name, from: path, size: size, options: options, run, made: &made))
+            let pieces = try await uploadParts(path, size: size, run, made: &made)
+            result = .success(try await compose(pieces, into: name, size: size, options: options, run, made: &made))
         } catch {
             result = .failure(error)
         }
@@ -203,15 +217,32 @@ final class ParallelUploads: Sendable {
         return try result.get()
     }
 
-    private func compose(
-        _ name: String, from path: String, size: Int64, options: PutOptions, _ run: PartNames, made: inout [String]
+    /// Fails before any byte is sent if the upload's precondition fails
+    /// already (as a resumable session checks it when it starts).
+    func checkPrecondition(_ name: String, _ options: PutOptions) async throws(StoreError) {
+        guard let expected = options.ifGenerationMatch else { return }
+        let live: Int64
+        switch await store.statResult(name) {
+        case .success(let info): live = info.generation
+        case .failure(.notFound): live = 0
+        case .failure(let error): throw error
+        }
+        guard live == expected else {
+            throw .preconditionFailed("\(name): generation \(live), expected \(expected) (checked before the parallel upload)")
+        }
+    }
+
+    /// Composes the uploaded `pieces` (in order, `size` bytes in all) into
+    /// `name` with the upload's options, and checks that the object holds
+    /// exactly their bytes; intermediate objects made are noted in `made`.
+    func compose(
+        _ pieces: [Piece], into name: String, size: Int64, options: PutOptions, _ run: PartNames, made: inout [String]
     ) async throws(StoreError) -> ObjectInfo {
-        let pieces = try await uploadParts(path, size: size, run, made: &made)
         let expected = Piece.concatenation(pieces, name: name)
         let sources = try await composeDown(pieces, run, made: &made)
         let crc32c = CRC32C.base64(expected.crc32c)
         let composed = try await store.compose(sources.map(\.name), into: name, options: options, expectedCRC32C: crc32c)
-        guard composed.crc32c == crc32c, composed.size == size else {
+        guard composed.crc32c == crc32c, composed.size == size, expected.length == size else {
             // Not the bytes staged: take it away again, as if never made.
             try? await store.delete(name, ifGenerationMatch: composed.generation)
             throw .other("\(name): the composed object (\(composed.size) bytes, CRC32C \(composed.crc32c ?? "none")) is not the \(size) bytes uploaded (CRC32C \(crc32c))")
@@ -250,20 +281,25 @@ final class ParallelUploads: Sendable {
     /// Sends the parts side by side (all of them run to their end).
     private func uploadParts(_ path: String, size: Int64, _ run: PartNames, made: inout [String]) async throws(StoreError) -> [Piece] {
         let ranges = partRanges(size)
-        let store = self.store
-        let results = await boundedConcurrently(Array(ranges.enumerated()), width: min(ranges.count, Self.composeLimit)) { (index, range) throws(StoreError) -> Piece in
-            if Task.isCancelled { throw .cancelled }
-            let name = run.part(index)
-            let crc: UInt32
-            do {
-                crc = try CRC32C.of(file: path, range: range)
-            } catch {
-                throw .other("cannot read the staged file: \(error)")
-            }
-            _ = try await store.putRegion(name, from: path, range: range, crc32c: crc, options: PutOptions(ifGenerationMatch: 0))
-            return Piece(name: name, crc32c: crc, length: Int64(range.count))
+        let results = await boundedConcurrently(Array(ranges.enumerated()), width: min(ranges.count, Self.composeLimit)) { [self] (index, range) throws(StoreError) -> Piece in
+            try await uploadPart(run.part(index), from: path, range: range)
         }
         return try Self.collect(results, made: &made)
+    }
+
+    /// Sends bytes `range` of the file at `path` as the temporary object
+    /// `name`, with their CRC-32C (so the store checks them), only if no
+    /// such object exists.
+    func uploadPart(_ name: String, from path: String, range: Range<Int64>) async throws(StoreError) -> Piece {
+        if Task.isCancelled { throw .cancelled }
+        let crc: UInt32
+        do {
+            crc = try CRC32C.of(file: path, range: range)
+        } catch {
+            throw .other("cannot read the staged file: \(error)")
+        }
+        _ = try await store.putRegion(name, from: path, range: range, crc32c: crc, options: PutOptions(ifGenerationMatch: 0))
+        return Piece(name: name, crc32c: crc, length: Int64(range.count))
     }
 
     /// Composes groups of at most 32 into intermediate objects until at

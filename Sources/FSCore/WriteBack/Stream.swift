@@ -66,7 +66,13 @@ extension WriteBackStore {
         var put: (any StreamingPut)?
         if let inode, let path = path(of: inode) {
             do {
-                put = try await store.startStreamingPut(objectName(path), from: staged.file.path, options: options)
+                if await parallelUploads.streamsParts(chunk: self.options.streamChunkSize) {
+                    put = try await PartsStream.start(
+                        objectName(path), from: staged.file.path, options: options, uploads: parallelUploads,
+                        partSize: self.options.streamChunkSize)
+                } else {
+                    put = try await store.startStreamingPut(objectName(path), from: staged.file.path, options: options)
+                }
             } catch {
                 logger.debug("streaming upload not started; the close will upload the whole file", metadata: ["object": "\(objectName(path))", "cause": "\(error)"])
             }

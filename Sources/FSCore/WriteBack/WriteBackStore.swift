@@ -120,15 +120,11 @@ final class WriteBackStore: Sendable {
         }
         let baseReader = keepsBase ? base.flatMap { base in served?.makeReader(path, base) } : nil
         let now = Timestamp(Date())
-        // A file that reaches the chunk size would go up in parts anyway
-        // (`ParallelUploads`, far from the store): a stream would only be
-        // abandoned at close. Near the store it streams as any file does.
-        let streamChunk = parallelUploads.wouldTake(size: options.streamChunkSize) ? Int64.max : options.streamChunkSize
         // Its state is registered in `state`, discarded with it (`discard`).
         return state.withLock { s in
             StagedFile(
                 id: id, lock: state, in: &s, file: local, base: base, baseReader: baseReader,
-                blockSize: blockSize, streamChunk: streamChunk, now: now, logger: logger)
+                blockSize: blockSize, streamChunk: options.streamChunkSize, now: now, logger: logger)
         }
     }
 

@@ -36,6 +36,15 @@ import FSCoreTesting
         #expect(condition(), "timed out waiting: \(what)")
     }
 
+    /// Creates `name`, writes its first chunk of `content` and waits until
+    /// that chunk is stored as a part: the stream is under way.
+    func startWriting(_ h: Harness, _ name: String, _ content: Data) async throws -> (inode: UInt64, handle: UInt64) {
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: name, mode: 0o644, flags: O_WRONLY)
+        try await write(h, entry.attributes.inode, open.handle, content.prefix(Int(Self.chunk)))
+        try await waitFor("the first part stored") { partNames(h.store).count == 1 }
+        return (entry.attributes.inode, open.handle)
+    }
+
     // Checks semantics.md#parallel-uploads
     @Test func partsLeaveWhileTheFileIsWrittenAndTheCloseComposesThem() async throws {
         let cache = temporaryDirectory("parts-stream")
@@ -62,14 +71,11 @@ import FSCoreTesting
         defer { removeDirectory(cache) }
         let h = try harness(cache)
         let content = bytes(Int(Self.chunk) * 2 + 10, seed: 22)
-        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "tagged.bin", mode: 0o644, flags: O_WRONLY)
-        let inode = entry.attributes.inode
-        try await write(h, inode, open.handle, content.prefix(Int(Self.chunk)))
-        try await waitFor("the first part stored") { h.store.requestCount(.putRegion) == 1 }
+        let (inode, handle) = try await startWriting(h, "tagged.bin", content)
         try await h.fs.setxattr(inode, name: "user.colour", value: Data("blue".utf8), flags: 0)
-        try await write(h, inode, open.handle, content.dropFirst(Int(Self.chunk)), at: Self.chunk)
-        try await h.fs.flush(inode, handle: open.handle)
-        try await h.fs.release(inode, handle: open.handle)
+        try await write(h, inode, handle, content.dropFirst(Int(Self.chunk)), at: Self.chunk)
+        try await h.fs.flush(inode, handle: handle)
+        try await h.fs.release(inode, handle: handle)
         #expect(h.store.data(of: "tagged.bin") == content)
         #expect(try await h.store.stat("tagged.bin").customMetadata["colour"] == "blue")
         #expect(h.store.requestCount(.patch) == 0)
@@ -113,14 +119,11 @@ import FSCoreTesting
         defer { removeDirectory(cache) }
         let h = try harness(cache)
         let content = bytes(Int(Self.chunk) * 2 + 5, seed: 25)
-        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "raced.bin", mode: 0o644, flags: O_WRONLY)
-        let inode = entry.attributes.inode
-        try await write(h, inode, open.handle, content.prefix(Int(Self.chunk)))
-        try await waitFor("the first part stored") { partNames(h.store).count == 1 }
+        let (inode, handle) = try await startWriting(h, "raced.bin", content)
         let theirs = h.store.seed("raced.bin", Data("someone else's".utf8))
-        try await write(h, inode, open.handle, content.dropFirst(Int(Self.chunk)), at: Self.chunk)
-        await expectErrno(ESTALE) { try await h.fs.flush(inode, handle: open.handle) }
-        try await h.fs.release(inode, handle: open.handle)
+        try await write(h, inode, handle, content.dropFirst(Int(Self.chunk)), at: Self.chunk)
+        await expectErrno(ESTALE) { try await h.fs.flush(inode, handle: handle) }
+        try await h.fs.release(inode, handle: handle)
         #expect(try await h.store.stat("raced.bin").generation == theirs.generation)
         #expect(partNames(h.store).isEmpty, "\(partNames(h.store))")
         #expect(ParallelUploadTests().recovered(cache).map(\.entry.object) == ["raced.bin"])

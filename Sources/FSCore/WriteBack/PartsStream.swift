@@ -20,6 +20,8 @@ final class PartsStream: StreamingPut {
     let name: String
     let path: String
     let names = ParallelUploads.PartNames()
+    /// Every send ends on a part boundary.
+    let granularity: Int64
 
     private struct State: Sendable {
         var parts: StreamedParts
@@ -34,7 +36,9 @@ final class PartsStream: StreamingPut {
         self.uploads = uploads
         self.name = name
         self.path = path
-        self.state = OrderedLock("parts stream", State(parts: StreamedParts(partSize: partSize, width: width)))
+        let parts = StreamedParts(partSize: partSize, width: width)
+        self.granularity = parts.partSize
+        self.state = OrderedLock("parts stream", State(parts: parts))
     }
 
     /// A stream of `name`'s parts from the staged file at `path`, once the
@@ -47,7 +51,6 @@ final class PartsStream: StreamingPut {
         return PartsStream(uploads: uploads, name: name, path: path, partSize: partSize, width: uploads.maxParts)
     }
 
-    var granularity: Int64 { state.withLock { $0.parts.partSize } }
     var acknowledged: Int64 { state.withLock { $0.parts.stored } }
 
     func send(upTo end: Int64) async throws(StoreError) {

@@ -64,7 +64,8 @@ final class FileReader: Sendable {
         self.budget = budget
         self.blockSize = readAhead.blockSize
         self.logger = logger
-        self.state = OrderedLock("file reader", .outer, State(machine: ReadAhead(configuration: readAhead, objectSize: info.size)))
+        self.state = OrderedLock("file reader", .outer, State(machine: ReadAhead(
+            configuration: readAhead, objectSize: info.size, storeRoundTrip: store.roundTrip.map(\.seconds))))
     }
 
     /// Up to `size` bytes at `offset`; empty at or past the end.

@@ -35,7 +35,11 @@
 ///   `singleStreamRate` keeps the single growing stream, which costs the
 ///   fewest requests (loopback, a fast network); a slower one goes
 ///   `parallel`, in parts of `minPartSize` … `maxPartSize` (four round
-///   trips' worth of bytes, so a part's own round trip costs little). The
+///   trips' worth of bytes, so a part's own round trip costs little). On
+///   a store whose round trip (measured by the requests before the file's)
+///   is at least `farRoundTrip`, a stream that reads past its first block
+///   goes parallel at once, in parts of `minPartSize`, without waiting a
+///   round trip for its first request to show the link. The
 ///   window opens at once to `partsAtOnce` parts, and then grows four
 ///   times per refill instead of twice, up to
 ///   `maxParallelWindow` (as large as the default
@@ -45,8 +49,11 @@
 ///   256 MiB one at 320 (curl's 8 ranged GETs: 394). Parts are
 ///   block-aligned and delivered to the reader in order: a read waits
 ///   for its own blocks only.
-/// - Buffers the reader has passed are kept `keepBehind` bytes longer for
-///   the late reads; older ones are read from the block cache.
+/// - Buffers are dropped once every read before them has come
+///   (`ReadCoverage`: the kernel's reads arrive out of order, so the
+///   furthest read does not say which were served), plus `keepBehind`
+///   bytes for a reader that looks back; a read further than
+///   `seekTolerance` behind the furthest is not waited for.
 /// - A random read drops the stream (buffers and the request in flight);
 ///   nothing is prefetched, and the owner fetches just the blocks the read
 ///   touches (ranged requests, several readers' in parallel).
@@ -73,12 +80,17 @@ struct ReadAhead: Sendable, Equatable {
         /// from the window of the stream so far would cost one round trip
         /// and more per refill before as many parts were in flight.
         var partsAtOnce: Int64
+        /// Seconds: a store whose round trip is at least this is presumed
+        /// a slow link before a request of the file shows it (as far as
+        /// `parallel-upload-min-rtt`'s default: beyond this host and its
+        /// LAN).
+        var farRoundTrip: Double
 
         init(
             initialWindow: Int64 = 1 << 20, maxWindow: Int64 = 64 << 20, blockSize: Int64 = 1 << 20,
             seekTolerance: Int64 = 16 << 20, keepBehind: Int64 = 2 << 20,
             singleStreamRate: Double = 256 * 1_048_576, minPartSize: Int64 = 8 << 20, maxPartSize: Int64 = 16 << 20,
-            maxParallelWindow: Int64 = 256 << 20, partsAtOnce: Int64 = 8
+            maxParallelWindow: Int64 = 256 << 20, partsAtOnce: Int64 = 8, farRoundTrip: Double = 0.010
         ) {
             self.blockSize = max(1, blockSize)
             self.keepBehind = keepBehind
@@ -91,6 +103,7 @@ struct ReadAhead: Sendable, Equatable {
             self.maxPartSize = max(self.minPartSize, Self.roundUp(maxPartSize, to: self.blockSize))
             self.maxParallelWindow = max(self.maxWindow, Self.roundUp(maxParallelWindow, to: self.blockSize))
             self.partsAtOnce = max(1, partsAtOnce)
+            self.farRoundTrip = farRoundTrip
         }
 
         static func roundUp(_ value: Int64, to block: Int64) -> Int64 {
@@ -138,12 +151,24 @@ struct ReadAhead: Sendable, Equatable {
     private(set) var frontier: Int64 = 0
     /// A prefetch was abandoned since the last refill.
     private var resumingAfterAbandon = false
+    /// How far this stream's reads reach without a gap: buffers are
+    /// dropped `keepBehind` below it, never below a read still on its way.
+    private(set) var coverage = ReadCoverage(from: 0)
     /// What the finished requests showed of the link.
     private(set) var transfer: Transfer = .single
+    /// Whether a request of this file has shown the link (`linkMeasured`).
+    private var linkShown = false
+    /// The store is far (its round trip at least `farRoundTrip`): a stream
+    /// goes parallel from its second block on, before its first request
+    /// shows the link, which would cost a round trip and more.
+    private let presumedSlow: Bool
 
-    init(configuration: Configuration, objectSize: Int64) {
+    /// `storeRoundTrip`: the store's round trip as the requests before this
+    /// file's measured it (seconds; nil: not known yet).
+    init(configuration: Configuration, objectSize: Int64, storeRoundTrip: Double? = nil) {
         self.configuration = configuration
         self.objectSize = objectSize
+        self.presumedSlow = (storeRoundTrip ?? 0) >= configuration.farRoundTrip
     }
 
     var isStreaming: Bool { phase == .streaming }
@@ -161,16 +186,29 @@ struct ReadAhead: Sendable, Equatable {
             return wasStreaming ? [.discardAll] : []
         }
         var actions: [Action] = []
-        if !isStreaming {
+        let wasStreaming = isStreaming
+        if !wasStreaming {
             phase = .streaming
             window = configuration.initialWindow
             frontier = alignDown(offset)
-        } else {
-            let keepFrom = alignDown(max(0, offset - configuration.keepBehind))
-            if keepFrom > 0 { actions.append(.discard(below: keepFrom)) }
+            coverage = ReadCoverage(from: offset)
         }
         let readerEnd = max(expectedOffset ?? 0, end)
         expectedOffset = readerEnd
+        coverage.read(offset..<end, furthest: readerEnd, tolerance: configuration.seekTolerance)
+        if wasStreaming {
+            // Not past this read: its own arrival may close a gap far
+            // behind the furthest read, and it is served from the buffers
+            // after this.
+            let keepFrom = alignDown(max(0, min(coverage.through, offset) - configuration.keepBehind))
+            if keepFrom > 0 { actions.append(.discard(below: keepFrom)) }
+        }
+        if presumedSlow, !linkShown, transfer == .single, readerEnd > configuration.blockSize {
+            // Past the first block: a reader that goes on, not one that
+            // reads a file's header (`file`, `head`), which a window of
+            // parts would cost tens of MiB of transfer.
+            goParallel(partSize: configuration.minPartSize)
+        }
         if frontier < objectSize, frontier - readerEnd < window / 2 {
             // From the frontier even when the read lies past it: the
             // kernel's requests for the bytes between are on their way.
@@ -194,6 +232,8 @@ struct ReadAhead: Sendable, Equatable {
         let body = total - firstByte
         guard bytes >= configuration.blockSize, body > 0, firstByte >= 0 else { return }
         let rate = Double(bytes) / body
+        let firstShown = !linkShown
+        linkShown = true
         guard rate < configuration.singleStreamRate else {
             transfer = .single
             window = min(window, maxWindow)
@@ -203,13 +243,20 @@ struct ReadAhead: Sendable, Equatable {
         // at most a fifth of its time.
         let wanted = Int64(rate * firstByte * 4)
         let size = min(configuration.maxPartSize, max(configuration.minPartSize, alignUp(wanted)))
-        if transfer == .single, isStreaming {
-            // The link just showed itself slow: the next refill sends
-            // `partsAtOnce` parts side by side (a stream's later refills
-            // grow from there).
-            window = max(window, min(configuration.maxParallelWindow, size * configuration.partsAtOnce))
+        if transfer == .single || firstShown {
+            goParallel(partSize: size)
         }
         transfer = .parallel(partSize: size)
+    }
+
+    /// The link is (or is presumed) slow: the next refill sends
+    /// `partsAtOnce` parts side by side (a stream's later refills grow
+    /// from there).
+    private mutating func goParallel(partSize: Int64) {
+        transfer = .parallel(partSize: partSize)
+        if isStreaming {
+            window = max(window, min(configuration.maxParallelWindow, partSize * configuration.partsAtOnce))
+        }
     }
 
     /// Refills end on a multiple of this: a block, or a whole part, so

@@ -53,6 +53,55 @@ struct ReadAheadPartsTests {
         }
     }
 
+    /// A far store (round trip measured by the lookups before the open):
+    /// a stream goes parallel as soon as it reads past its first block,
+    /// not a round trip later when its first request shows the link; a
+    /// read of a file's header stays one small request. Each row: the
+    /// store's round trip, the reads (offset, size), the requests made.
+    @Test func aFarStoreGoesParallelPastTheFirstBlock() {
+        struct Row {
+            let roundTrip: Double?
+            let reads: [(Int64, Int)]
+            let requests: [Range<Int64>]
+            let transfer: ReadAhead.Transfer
+            let why: String
+        }
+        let dd = [(Int64(0), Int(MiB)), (MiB, Int(MiB))]
+        let rows: [Row] = [
+            Row(roundTrip: 0.050, reads: dd, requests: [0..<(2 * MiB)] + (0..<8).map { i in
+                    max(2 * MiB, Int64(i) * 8 * MiB)..<(Int64(i + 1) * 8 * MiB)
+                } + [(64 * MiB)..<(72 * MiB)], transfer: .parallel(partSize: 8 * MiB),
+                why: "50 ms: the second block's read sends eight parts' window (to 2 + 64 MiB, in whole parts)"),
+            Row(roundTrip: 0.050, reads: [(0, 4 * KiB)], requests: [0..<(2 * MiB)], transfer: .single,
+                why: "50 ms, a 4 KiB header read: one request, no parts"),
+            Row(roundTrip: 0.0003, reads: dd, requests: [0..<(2 * MiB), (2 * MiB)..<(4 * MiB)], transfer: .single,
+                why: "loopback: one growing stream"),
+            Row(roundTrip: nil, reads: dd, requests: [0..<(2 * MiB), (2 * MiB)..<(4 * MiB)], transfer: .single,
+                why: "nothing measured yet: one growing stream until a request shows the link"),
+        ]
+        for row in rows {
+            var machine = ReadAhead(configuration: configuration, objectSize: 512 * MiB, storeRoundTrip: row.roundTrip)
+            var requests: [Range<Int64>] = []
+            for (offset, size) in row.reads { requests += prefetches(machine.read(offset: offset, size: size)) }
+            #expect(requests == row.requests, "\(row.why): \(requests.map { "\($0.lowerBound / MiB)..<\($0.upperBound / MiB)" })")
+            #expect(machine.transfer == row.transfer, "\(row.why)")
+        }
+    }
+
+    @Test func aFarStoreWhoseLinkShowsItselfFastKeepsOneStream() {
+        var machine = ReadAhead(configuration: configuration, objectSize: 512 * MiB, storeRoundTrip: 0.050)
+        _ = stream(&machine, to: 2 * MiB)
+        #expect(machine.transfer == .parallel(partSize: 8 * MiB), "presumed slow")
+        machine.linkMeasured(bytes: 4 * MiB, firstByte: 0.050, total: 0.054)
+        #expect(machine.transfer == .single, "1 GiB/s on one connection: one stream after all")
+        #expect(machine.window <= configuration.maxWindow)
+        var fresh = ReadAhead(configuration: configuration, objectSize: 512 * MiB, storeRoundTrip: 0.050)
+        _ = stream(&fresh, to: 2 * MiB)
+        fresh.linkMeasured(bytes: 8 * MiB, firstByte: 0.050, total: 0.175)
+        #expect(fresh.transfer == .parallel(partSize: 13 * MiB), "the measured part size replaces the presumed one")
+        #expect(fresh.window == 64 * MiB, "eight parts of 13 MiB, capped at the parallel window")
+    }
+
     @Test func aSlowLinkCutsRefillsIntoAlignedPartsAndWidensTheWindow() {
         var machine = ReadAhead(configuration: configuration, objectSize: 512 * MiB)
         var requests = stream(&machine, to: 4 * MiB)

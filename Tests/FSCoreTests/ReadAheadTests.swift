@@ -135,6 +135,35 @@ struct ReadAheadTests {
         #expect(discards.last == 7 * MiB, "keeps keepBehind (2 MiB) behind the reader")
     }
 
+    /// What a cold read at 50 ms saw: the kernel's 16 MiB window arrives in
+    /// any order, and a read far ahead dropped the buffers of the reads
+    /// behind it still on their way, each of which then went to the store
+    /// on its own. No block is dropped before its read has come; 20 seeds.
+    @Test func noBufferIsDroppedBeforeItsReadArrives() {
+        let size = 96 * MiB
+        for seed in UInt64(1)...20 {
+            var random = SplitMix64(seed: seed)
+            var machine = ReadAhead(configuration: ReadAhead.Configuration(seekTolerance: 32 * MiB), objectSize: size)
+            var droppedBelow: Int64 = 0
+            var batchStart: Int64 = 0
+            while batchStart < size {
+                var batch = Array(stride(from: batchStart, to: min(size, batchStart + 16 * MiB), by: Int(MiB)))
+                batch.shuffle(using: &random)
+                if batchStart == 0 { batch = [0] + batch.filter { $0 != 0 } }
+                for offset in batch {
+                    for action in machine.read(offset: offset, size: Int(MiB)) {
+                        if case .discard(let below) = action { droppedBelow = max(droppedBelow, below) }
+                    }
+                    // Checked after the read's own actions: the read that
+                    // closes a gap must not drop its own block either.
+                    #expect(offset >= droppedBelow, "seed \(seed): the read at \(offset / MiB) MiB found its buffer dropped (below \(droppedBelow / MiB) MiB)")
+                }
+                batchStart += 16 * MiB
+            }
+            #expect(droppedBelow >= size - 16 * MiB - 3 * MiB, "seed \(seed): what was read is dropped, but for the last window")
+        }
+    }
+
     @Test func abandonedPrefetchIsRetriedLater() {
         var machine = ReadAhead(configuration: configuration, objectSize: 100 * MiB)
         let first = prefetches(machine.read(offset: 0, size: 128 * KiB))

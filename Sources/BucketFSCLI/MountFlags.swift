@@ -27,6 +27,7 @@ struct FilesystemFlags: ParsableArguments {
     @Option(Settings.parallelUploadThreshold) var parallelUploadThreshold: String?
     @Option(Settings.parallelUploadParts) var parallelUploadParts: Int?
     @Option(Settings.parallelUploadMinRTT) var parallelUploadMinRTT: Double?
+    @Option(Settings.singleRequestMax) var singleRequestMax: String?
     @Option(Settings.listingStatWidth) var listingStatWidth: Int?
 
     @Option(name: .short, help: "Mount options, comma separated: any long option as name=value (with - or _), or FUSE options (allow_other, default_permissions, fsname=...).")

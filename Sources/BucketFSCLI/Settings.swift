@@ -103,7 +103,12 @@ enum Settings {
     static let parallelUploadMinRTT = Setting<Double>(
         .filesystem(\.parallelUploadMinRTT, into: .converted(\.parallelUploadMinRoundTrip) { $0 / 1000 }),
         "parallel-upload-min-rtt", "MS", default: 10, range: .nonNegative("round trips"),
-        help: "A file not written in order goes up in parts only to a store whose round trip, as the mount measures it (the shortest wait for an answer's first byte), is at least this many milliseconds; a nearer one (this host, the LAN) gets one upload at close (0: parts whatever the round trip). A file written in order sends its parts while it is written, near or far.")
+        help: "A store whose round trip, as the mount measures it (the shortest wait for an answer's first byte), is under this many milliseconds (this host, the LAN) is near: files up to --single-request-max go up at close in one request, and no file goes up in parts at close (0: every store is far). Far stores get parts, sent while the file is written when it is written in order.")
+    static let singleRequestMax = Setting<String>(
+        .filesystem(\.singleRequestMax, into: .parsed(
+            \.singleRequestMax, refusal: "is not a size (e.g. 64MiB, 512KiB, 1GiB) or off") { FilesystemFlags.parseSize($0) }),
+        "single-request-max", "SIZE", default: "1GiB",
+        help: "Near the store (see --parallel-upload-min-rtt), files up to this size (MiB, or with KiB/MiB/GiB) go up at close in one request, however they were written; a larger file written in order sends its parts while it is written once it passes this size (off or 0: a near store streams as a far one). See docs/performance.md.")
     static let listingStatWidth = Setting<Int>(.filesystem(\.listingStatWidth, into: .field(\.listingStatWidth)),
         "listing-stat-width", default: 16, hidden: true, help: "Attribute lookups one listing may run at once.")
 
@@ -158,7 +163,7 @@ enum Settings {
         firebaseAnonymous, firebaseAuthEmulator,
         readOnly, cacheDir, retryPending, uploadRetryWindow, recoveryRetryInterval, cacheSize, readAheadBudget,
         kernelReadAhead, statTTL, negativeTTL, uid, gid, fileMode, dirMode, allowOther, renameCopyLimit,
-        parallelUploadThreshold, parallelUploadParts, parallelUploadMinRTT, listingStatWidth,
+        parallelUploadThreshold, parallelUploadParts, parallelUploadMinRTT, singleRequestMax, listingStatWidth,
         foreground, logLevel, logFormat, metricsAddress, logFile, connectTimeout, stallTimeout, uploadChunkSize,
         retryAttempts, retryMaxTime, config, readyFD, mountedOn,
     ]

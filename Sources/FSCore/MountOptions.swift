@@ -81,6 +81,13 @@ public struct MountOptions: Sendable, Equatable {
     /// sent its parts already); parts while nothing is measured, and
     /// always with 0.
     public var parallelUploadMinRoundTrip: TimeInterval
+    /// A store nearer than `parallelUploadMinRoundTrip` gets a file of up
+    /// to this many bytes at close in one request, written in order or
+    /// not (there one connection is as fast as the machine, and a request
+    /// cut short costs less to send again than a session costs to keep);
+    /// a larger file written in order streams once it is this large. 0:
+    /// never one request.
+    public var singleRequestMax: Int64
 
     public init(
         uid: UInt32 = getuid(), gid: UInt32 = getgid(),
@@ -95,7 +102,7 @@ public struct MountOptions: Sendable, Equatable {
         recoveryRetryMaxInterval: TimeInterval = 300,
         renameCopyLimit: Int64 = 64 << 20, listingStatWidth: Int = 16,
         parallelUploadThreshold: Int64 = 64 << 20, parallelUploadParts: Int = 8, parallelUploadMinPartSize: Int64 = 8 << 20,
-        parallelUploadMinRoundTrip: TimeInterval = 0.010
+        parallelUploadMinRoundTrip: TimeInterval = 0.010, singleRequestMax: Int64 = 1 << 30
     ) {
         self.uid = uid
         self.gid = gid
@@ -123,6 +130,7 @@ public struct MountOptions: Sendable, Equatable {
         self.parallelUploadParts = max(1, parallelUploadParts)
         self.parallelUploadMinPartSize = max(1, parallelUploadMinPartSize)
         self.parallelUploadMinRoundTrip = max(0, parallelUploadMinRoundTrip)
+        self.singleRequestMax = max(0, singleRequestMax)
     }
 
     /// The prefix as object names use it: "" or segments joined by "/" with

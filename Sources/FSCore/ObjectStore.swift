@@ -56,6 +56,11 @@ public protocol ObjectStore: Sendable {
     /// (0: only if absent).
     func put(_ name: String, from path: String?, options: PutOptions) async throws(StoreError) -> ObjectInfo
 
+    /// `put` of the file at `path` in one request whatever its size (a
+    /// store near enough that a cut upload is cheaper to send again whole
+    /// than to resume; `ParallelUploads.route`). The default is `put`.
+    func putInOneRequest(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> ObjectInfo
+
     /// Starts a resumable upload of `name` from the file at `path`, whose final length is not known yet.
     func startStreamingPut(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut
 
@@ -98,6 +103,10 @@ public protocol ObjectStore: Sendable {
 
 extension ObjectStore {
     public var capabilities: StoreCapabilities { .full }
+
+    public func putInOneRequest(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> ObjectInfo {
+        try await put(name, from: path, options: options)
+    }
 
     public func putRegion(
         _ name: String, from path: String, range: Range<Int64>, crc32c: UInt32, options: PutOptions

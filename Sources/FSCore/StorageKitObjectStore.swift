@@ -87,6 +87,14 @@ public struct StorageKitObjectStore: ObjectStore {
         return Self.info(stored)
     }
 
+    public func putInOneRequest(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> ObjectInfo {
+        let ref = reference(name)
+        let metadata = Self.metadata(options)
+        return Self.info(try await Self.run {
+            try await ref.putFileInOneRequest(from: URL(fileURLWithPath: path), metadata: metadata, ifGenerationMatch: options.ifGenerationMatch)
+        })
+    }
+
     public func startStreamingPut(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut {
         let ref = reference(name)
         let metadata = Self.metadata(options)

@@ -16,6 +16,8 @@ import Synchronization
 public final class InMemoryObjectStore: ObjectStore {
     public enum Operation: String, Sendable, CaseIterable {
         case list, stat, read, put, delete, copy, patch
+        /// `put` in one request whatever the size (`putInOneRequest`).
+        case putInOneRequest
         /// A listing without delimiter (`listFlat`).
         case listFlat
         /// The calls of a streaming put: its start, each `send`, `finish`.
@@ -251,12 +253,22 @@ public final class InMemoryObjectStore: ObjectStore {
     }
 
     public func put(_ name: String, from path: String?, options: PutOptions) async throws(StoreError) -> ObjectInfo {
+        try putFile(name, from: path, options: options, as: .put)
+    }
+
+    /// Counted apart from `put` (`Operation.putInOneRequest`), so tests
+    /// see which way a file went up.
+    public func putInOneRequest(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> ObjectInfo {
+        try putFile(name, from: path, options: options, as: .putInOneRequest)
+    }
+
+    private func putFile(_ name: String, from path: String?, options: PutOptions, as operation: Operation) throws(StoreError) -> ObjectInfo {
         var data = Data()
         if let path {
             do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw .invalidArgument("cannot read \(path): \(error)") }
         }
         return try state.withLock { s throws(StoreError) in
-            try Self.begin(&s, .put, name)
+            try Self.begin(&s, operation, name)
             try Self.validate(name)
             try Self.check(s.objects[name]?.info.generation, matches: options.ifGenerationMatch, name)
             return store(&s, name: name, data: data, options: options, at: now())

@@ -59,6 +59,7 @@ public enum ObjectStoreConformance {
             try await layout(store, prefix, &created)
             try await paging(store, prefix, options, &created)
             try await streaming(store, prefix, scratch, &created)
+            try await oneRequest(store, prefix, scratch, &created)
             if store.capabilities.compose { try await composition(store, prefix, scratch, options, &created) }
         } catch {
             for name in created { try? await store.delete(name, ifGenerationMatch: nil) }
@@ -254,6 +255,24 @@ public enum ObjectStoreConformance {
         try await abandoned.send(upTo: g)
         await abandoned.abandon()
         try await expectError("an abandoned streaming put leaves no object", { _ = try await store.stat(abandonedName) }, isNotFound)
+    }
+
+    /// A put in one request whatever the size (a near store's upload at
+    /// close): the same object a `put` makes, above the 8 MiB at which a
+    /// `put` turns resumable (its precondition: `ObjectStoreConformanceTests`,
+    /// as the emulator ignores preconditions).
+    private static func oneRequest(_ store: any ObjectStore, _ prefix: String, _ scratch: String, _ created: inout Set<String>) async throws {
+        let name = prefix + "one-request.bin"
+        let path = scratch + "/one-request"
+        let data = pattern((9 << 20) + 4321, seed: 6)
+        try data.write(to: URL(fileURLWithPath: path))
+        created.insert(name)
+        let info = try await store.putInOneRequest(name, from: path, options: PutOptions(contentType: "application/x-one", customMetadata: ["k": "v"]))
+        try expect("a put in one request reports the name and size", info.name == name && info.size == Int64(data.count), "\(info.name) \(info.size)")
+        let stat = try await store.stat(name)
+        try expect("it has the put's type and metadata", stat.contentType == "application/x-one" && stat.customMetadata == ["k": "v"], "\(stat.contentType ?? "nil") \(stat.customMetadata)")
+        let bytes = try await read(store, name, info.generation, 0..<Int64(data.count))
+        try expect("it holds the file's bytes", bytes == data, "\(bytes.count) bytes")
     }
 
     /// Parts from regions of a file, composed (`ParallelUploads`).

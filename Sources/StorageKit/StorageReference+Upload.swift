@@ -43,6 +43,21 @@ extension StorageReference {
             ifGenerationMatch: ifGenerationMatch, resumingSession: resumingSession)
     }
 
+    /// Uploads the file at `url` in one multipart request whatever its size
+    /// (https://cloud.google.com/storage/docs/uploads-downloads#uploads:
+    /// a single-request upload, for bytes cheaper to send again whole than
+    /// to resume, as over a short fast link); otherwise as `putFileAsync`.
+    @discardableResult
+    public func putFileInOneRequest(
+        from url: URL, metadata: StorageMetadata? = nil, ifGenerationMatch: Int64? = nil
+    ) async throws -> StorageMetadata {
+        let size = try Self.regularFileSize(url.path)
+        let task = makeTask(
+            source: .file(path: url.path), size: size, metadata: metadata, nameForType: typeName(forFile: url.path),
+            ifGenerationMatch: ifGenerationMatch, oneRequest: true)
+        return try await task.completion()
+    }
+
     /// Uploads `data` and returns the stored object's metadata.
     @discardableResult
     public func putDataAsync(
@@ -72,7 +87,7 @@ extension StorageReference {
 
     private func makeTask(
         source: UploadSource, size: Int64, metadata: StorageMetadata?, nameForType: String, ifGenerationMatch: Int64?,
-        resumingSession: String? = nil
+        resumingSession: String? = nil, oneRequest: Bool = false
     ) -> StorageUploadTask {
         do {
             try path.validateForObject()
@@ -81,7 +96,7 @@ extension StorageReference {
         }
         let uploader = Uploader(
             reference: self, source: source, size: size, metadata: uploadMetadata(metadata, nameForType: nameForType),
-            ifGenerationMatch: ifGenerationMatch, resumingSession: resumingSession)
+            ifGenerationMatch: ifGenerationMatch, resumingSession: resumingSession, oneRequest: oneRequest)
         let task = StorageUploadTask(reference: self, uploader: uploader)
         task.start()
         return task

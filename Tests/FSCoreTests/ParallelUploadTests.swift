@@ -14,13 +14,13 @@ import StorageKit
 
     static func options(
         _ cache: String, threshold: Int64 = threshold, parts: Int = 8, minPart: Int64 = 4 << 10,
-        streamChunk: Int64 = 64 << 20, minRoundTrip: TimeInterval = 0.010
+        streamChunk: Int64 = 64 << 20, minRoundTrip: TimeInterval = 0.010, singleRequestMax: Int64 = 1 << 30
     ) -> MountOptions {
         MountOptions(
             uid: 1000, gid: 1000, cacheDirectory: cache, bucket: "b", streamChunkSize: streamChunk,
             uploadRetryWindow: 0, recoveryRetryInterval: 0,
             parallelUploadThreshold: threshold, parallelUploadParts: parts, parallelUploadMinPartSize: minPart,
-            parallelUploadMinRoundTrip: minRoundTrip)
+            parallelUploadMinRoundTrip: minRoundTrip, singleRequestMax: singleRequestMax)
     }
 
     /// Creates `name` in the root with `content` and closes it; the errno of
@@ -129,11 +129,109 @@ import StorageKit
         try await h.fs.release(inode, handle: open.handle)
     }
 
+    /// Writes `content` as `name`, the second half first, then the first,
+    /// then 4 bytes at 0 again (never in order), and closes; returns what
+    /// the file holds.
+    func writeOutOfOrder(_ h: Harness, _ name: String, _ content: Data) async throws -> Data {
+        var content = content
+        let half = content.count / 2
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: name, mode: 0o640, flags: O_WRONLY)
+        let inode = entry.attributes.inode
+        for range in [half..<content.count, 0..<half] {
+            _ = try await h.fs.write(inode, handle: open.handle, offset: Int64(range.lowerBound), data: content.subdata(in: range))
+        }
+        content.replaceSubrange(0..<4, with: Data("edit".utf8))
+        _ = try await h.fs.write(inode, handle: open.handle, offset: 0, data: Data("edit".utf8))
+        try await h.fs.flush(inode, handle: open.handle)
+        try await h.fs.release(inode, handle: open.handle)
+        return content
+    }
+
     // Checks semantics.md#parallel-uploads
-    @Test func aNearStoreGetsTheSingleUploadForAFileNotWrittenInOrder() async throws {
+    @Test("near the store, up to single-request-max: one request at close, written in order or not", arguments: [true, false])
+    func aNearStoreGetsOneRequest(inOrder: Bool) async throws {
         let cache = temporaryDirectory("parallel")
         defer { removeDirectory(cache) }
-        let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10))
+        let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10, singleRequestMax: 1 << 20))
+        h.store.setRoundTrip(.microseconds(300))
+        var content = bytes(1 << 20, seed: 15)
+        if inOrder {
+            try await writeInOrder(h, "near.bin", content, streams: false)
+        } else {
+            content = try await writeOutOfOrder(h, "near.bin", content)
+        }
+        #expect(h.store.requestCount(.putInOneRequest) == 1, "one request at close")
+        #expect(h.store.requestCount(.put) == 0)
+        #expect(h.store.requestCount(.putRegion) == 0 && h.store.requestCount(.compose) == 0)
+        #expect(h.store.requestCount(.streamingStart) == 0, "nothing sent while it was written")
+        #expect(h.store.data(of: "near.bin") == content)
+        #expect(partNames(h.store).isEmpty)
+    }
+
+    // Checks semantics.md#parallel-uploads
+    @Test func aNearStoreGetsTheUsualUploadForALargerFileNotWrittenInOrder() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10, singleRequestMax: (1 << 20) - 1))
+        h.store.setRoundTrip(.microseconds(300))
+        let content = try await writeOutOfOrder(h, "near.bin", bytes(1 << 20, seed: 18))
+        #expect(h.store.requestCount(.put) == 1, "one upload at close, resumable above the store's multipart limit")
+        #expect(h.store.requestCount(.putInOneRequest) == 0)
+        #expect(h.store.requestCount(.putRegion) == 0 && h.store.requestCount(.compose) == 0)
+        #expect(h.store.data(of: "near.bin") == content)
+    }
+
+    // Checks semantics.md#parallel-uploads
+    @Test func aNearStoreStreamsPartsOfALargerFileWrittenInOrderOncePastTheMax() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        // Parts of 256 KiB; the stream starts once the file passes 512 KiB,
+        // and its first send carries the two parts written by then.
+        let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10, singleRequestMax: 512 << 10))
+        h.store.setRoundTrip(.microseconds(300))
+        let content = bytes(1 << 20, seed: 19)
+        try await writeInOrder(h, "near.bin", content, streams: true)
+        #expect(h.store.requestCount(.putRegion) == 4 && h.store.requestCount(.compose) == 1)
+        #expect(h.store.requestCount(.putInOneRequest) == 0 && h.store.requestCount(.put) == 0)
+        #expect(h.store.data(of: "near.bin") == content)
+        #expect(partNames(h.store).isEmpty)
+    }
+
+    @Test("where a file written in order starts to stream", arguments: [
+        (roundTrip: .microseconds(300), max: 1 << 30, start: (1 << 30) + 1),  // near: past what goes in one request
+        (roundTrip: .microseconds(300), max: 1 << 10, start: 256 << 10),  // never before the chunk
+        (roundTrip: .microseconds(300), max: 0, start: 256 << 10),  // off: as a far store
+        (roundTrip: .milliseconds(20), max: 1 << 30, start: 256 << 10),  // far
+        (roundTrip: nil, max: 1 << 30, start: 256 << 10),  // not measured: far
+    ] as [(roundTrip: Duration?, max: Int64, start: Int64)])
+    func streamStart(roundTrip: Duration?, max: Int64, start: Int64) {
+        let store = InMemoryObjectStore()
+        store.setRoundTrip(roundTrip)
+        let uploads = ParallelUploads(store: store, options: Self.options("/nonexistent", singleRequestMax: max), logger: .init(label: "t"))
+        #expect(uploads.streamStart(chunk: 256 << 10) == start)
+    }
+
+    // Checks semantics.md#parallel-uploads
+    @Test func anObjectThatChangedBeforeANearOneRequestUploadIsESTALE() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache))
+        h.store.setRoundTrip(.microseconds(300))
+        let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "near.bin", mode: 0o644, flags: O_WRONLY)
+        _ = try await h.fs.write(entry.attributes.inode, handle: open.handle, offset: 0, data: bytes(100_000, seed: 20))
+        let theirs = h.store.seed("near.bin", Data("someone else's".utf8))
+        await expectErrno(ESTALE) { try await h.fs.flush(entry.attributes.inode, handle: open.handle) }
+        try await h.fs.release(entry.attributes.inode, handle: open.handle)
+        #expect(h.store.requestCount(.putInOneRequest) == 1)
+        #expect(try await h.store.stat("near.bin").generation == theirs.generation)
+        #expect(recovered(cache).map(\.entry.object) == ["near.bin"])
+    }
+
+    // Checks semantics.md#parallel-uploads
+    @Test func aNearStoreGetsTheSingleUploadForAFileNotWrittenInOrderWhenOneRequestIsOff() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10, singleRequestMax: 0))
         h.store.setRoundTrip(.microseconds(300))
         var content = bytes(1 << 20, seed: 15)
         let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: "near.bin", mode: 0o640, flags: O_WRONLY)
@@ -154,16 +252,16 @@ import StorageKit
     }
 
     // Checks semantics.md#parallel-uploads
-    @Test("written in order, near or far, measured or not: parts sent while the file is written, composed at close", arguments: [
-        (roundTrip: .microseconds(300), bound: 0.010),
-        (roundTrip: .milliseconds(20), bound: 0.010),
-        (roundTrip: nil, bound: 0.010),
-        (roundTrip: .microseconds(300), bound: 0),
-    ] as [(roundTrip: Duration?, bound: TimeInterval)])
-    func partsWhileWritten(roundTrip: Duration?, bound: TimeInterval) async throws {
+    @Test("written in order, far or not measured (or near with single-request-max off): parts sent while the file is written, composed at close", arguments: [
+        (roundTrip: .milliseconds(20), bound: 0.010, max: 1 << 30),
+        (roundTrip: nil, bound: 0.010, max: 1 << 30),
+        (roundTrip: .microseconds(300), bound: 0, max: 1 << 30),
+        (roundTrip: .microseconds(300), bound: 0.010, max: 0),
+    ] as [(roundTrip: Duration?, bound: TimeInterval, max: Int64)])
+    func partsWhileWritten(roundTrip: Duration?, bound: TimeInterval, max: Int64) async throws {
         let cache = temporaryDirectory("parallel")
         defer { removeDirectory(cache) }
-        let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10, minRoundTrip: bound))
+        let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10, minRoundTrip: bound, singleRequestMax: max))
         h.store.setRoundTrip(roundTrip)
         let content = bytes(1 << 20, seed: 16)
         try await writeInOrder(h, "far.bin", content, streams: true)
@@ -181,7 +279,7 @@ import StorageKit
         defer { removeDirectory(cache) }
         // Files that stream (256 KiB and more) may stay below 2 MiB.
         let h = try Harness(options: Self.options(cache, threshold: 2 << 20, streamChunk: 256 << 10))
-        h.store.setRoundTrip(.microseconds(300))
+        h.store.setRoundTrip(.milliseconds(20))
         let content = bytes(1 << 20, seed: 17)
         try await writeInOrder(h, "small.bin", content, streams: true)
         #expect(h.store.requestCount(.streamingStart) == 1 && h.store.requestCount(.streamingFinish) == 1)

@@ -49,6 +49,12 @@ extension ForwardingStore {
         try await inner.put(name, from: path, options: options)
     }
 
+    func putInOneRequest(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> ObjectInfo {
+        try await inner.putInOneRequest(name, from: path, options: options)
+    }
+
+    var roundTrip: Duration? { inner.roundTrip }
+
     func startStreamingPut(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut {
         try await inner.startStreamingPut(name, from: path, options: options)
     }

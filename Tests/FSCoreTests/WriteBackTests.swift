@@ -217,6 +217,24 @@ struct WriteBackTests {
              Row(.wrote((8 * Self.MiB)..<(16 * Self.MiB)), .actions([.startStream]), .dirty)])
     }
 
+    /// Near the store a file goes up in one request at close up to a size
+    /// (`ParallelUploads.streamStart`): its stream starts only past it, and
+    /// the first send carries every whole chunk written by then.
+    @Test func aStreamStartsPastItsStartAndCatchesUp() {
+        run([
+            Row(.attach(new: true), .accepted(true), .clean),
+            Row(.wrote(0..<(8 * Self.MiB)), .actions([.writeJournal]), .dirty),
+            Row(.wrote((8 * Self.MiB)..<(24 * Self.MiB)), .actions([]), .dirty),
+            Row(.wrote((24 * Self.MiB)..<(32 * Self.MiB)), .actions([]), .dirty),
+            Row(.wrote((32 * Self.MiB)..<(35 * Self.MiB)), .actions([.startStream]), .dirty),
+            Row(.streamStarted(granularity: 8 * Self.MiB), .streamStarted(kept: true, [.sendStream(upTo: 32 * Self.MiB)]), .dirty),
+            Row(.streamSent(ok: true), .done, .dirty),
+            Row(.wrote((35 * Self.MiB)..<(40 * Self.MiB)), .actions([.sendStream(upTo: 40 * Self.MiB)]), .dirty),
+        ], WriteBack(streamChunk: 8 * Self.MiB, streamStart: 32 * Self.MiB + 1, emptyAtStart: true))
+        // Never before the chunk, whatever the start says.
+        #expect(WriteBack(streamChunk: 8 * Self.MiB, streamStart: 1, emptyAtStart: true).streamStart == 8 * Self.MiB)
+    }
+
     /// An open stream: one send at a time, whole chunks in the session's
     /// steps; a failed send stops the sends (the close uploads the whole
     /// file); an out-of-order write or a truncation abandons it.

@@ -18,10 +18,10 @@ extension MountTests {
     /// check says what GCS does and what this server does instead.
     @Suite struct FakeGCSServer {
         /// A new bucket holding `objects`, mounted whole.
-        static func setUp(_ label: String, seeding objects: [(String, Data)] = []) async throws -> (DirectGCS, Mount) {
+        static func setUp(_ label: String, seeding objects: [(String, Data)] = [], options: [String] = []) async throws -> (DirectGCS, Mount) {
             let gcs = try await DirectGCS.fakeGCSServer(newBucket: "mt-\(label)-\(UUID().uuidString.prefix(8).lowercased())")
             for (name, data) in objects { try await gcs.put(name, data) }
-            let mount = try await Mount.start(endpoint: gcs.base, bucket: gcs.bucket, prefix: "")
+            let mount = try await Mount.start(endpoint: gcs.base, bucket: gcs.bucket, prefix: "", options: options)
             return (gcs, mount)
         }
 
@@ -67,14 +67,19 @@ extension MountTests {
             #expect(same, "cp out of big.bin: \(copied?.count ?? -1) bytes that differ")
         }
 
-        @Test("cp in of 0 B, small and multi-chunk files: size, md5Hash and bytes through the JSON API", .timeLimit(.minutes(3)))
-        func copyIn() async throws {
-            let (gcs, mount) = try await Self.setUp("cpin")
+        /// One request at close (the store is on this host), and with
+        /// `single-request-max=off` the session streamed while cp writes.
+        @Test("cp in of 0 B, small and multi-chunk files: size, md5Hash and bytes through the JSON API", .timeLimit(.minutes(3)),
+              arguments: [[], ["-o", "single-request-max=off", "--upload-chunk-size", "8"]])
+        func copyIn(options: [String]) async throws {
+            let (gcs, mount) = try await Self.setUp("cpin", options: options)
             defer { mount.cleanup() }
             let scratch = try Scratch.directory()
             defer { Scratch.remove(scratch) }
-            // 20 MiB is above the 8 MiB multipart limit: a resumable upload
-            // in several chunks, streamed while cp writes.
+            // 20 MiB is above the 8 MiB multipart limit: by default one
+            // multipart request all the same (the store is near); with
+            // single-request-max off a resumable upload in several chunks,
+            // streamed while cp writes.
             let files: [(String, Data)] = [
                 ("zero.bin", Data()), ("small.txt", Data("small file\n".utf8)),
                 ("medium.bin", MountEnv.pattern(3 << 20, seed: 11)), ("chunks.bin", MountEnv.pattern((20 << 20) + 4321, seed: 12)),
@@ -87,6 +92,9 @@ extension MountTests {
             }
             let resource = try await gcs.resource("small.txt")
             #expect(resource?["contentType"] as? String == "text/plain", "contentType from the name: \(resource?["contentType"] ?? "nil")")
+            let uploads = try FakeGCSServerLog.requests(bucket: gcs.bucket).filter { $0.hasPrefix("POST /upload/storage/v1/b/\(gcs.bucket)/o?") }
+            let resumable = uploads.filter { $0.contains("uploadType=resumable") }
+            #expect(uploads.count == files.count && resumable.count == (options.isEmpty ? 0 : 1), "\(uploads.joined(separator: "\n"))")
         }
 
         @Test("mv of a file and of a directory, rm, rm -r, mkdir and rmdir", .timeLimit(.minutes(3)))

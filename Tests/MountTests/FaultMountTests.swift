@@ -37,7 +37,10 @@ extension MountTests {
             defer { Scratch.remove(scratch) }
             let streamed = MountEnv.pattern(12 << 20, seed: 1201)
             try streamed.write(to: URL(fileURLWithPath: scratch + "/streamed.bin"))
-            let mount = try await Mount.start(endpoint: proxy.endpoint, prefix: prefix, options: ["--upload-chunk-size", "2"])
+            // The proxy is on this host: without single-request-max off the
+            // files would go up in one request at close, with no session.
+            let mount = try await Mount.start(
+                endpoint: proxy.endpoint, prefix: prefix, options: ["--upload-chunk-size", "2", "-o", "single-request-max=off"])
             defer { mount.cleanup() }
 
             // cp writes in order: the upload streams in 2 MiB chunks while cp runs.
@@ -65,6 +68,33 @@ extension MountTests {
             let faultedAgain = try await proxy.requests().filter { $0.fault != nil }
             #expect(faultedAgain.count == 6, "all 6 faults should have hit the session: \(faultedAgain.map { $0.fault ?? "" })")
             print("uploaded 10 MiB at close through 6 faults in \(ContinuousClock.now - started)")
+        }
+
+        // Checks semantics.md#net-resumable-uploads
+        @Test("one request at close (the store is near) survives 2 × 503, a cut and a lost answer: sent again whole, stored once", .timeLimit(.minutes(3)))
+        func oneRequestFaults() async throws {
+            let proxy = try await FaultProxy()
+            defer { proxy.stop() }
+            let prefix = MountEnv.uniquePrefix("onerequest")
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            let data = MountEnv.pattern(12 << 20, seed: 1204)
+            try data.write(to: URL(fileURLWithPath: scratch + "/one.bin"))
+            let mount = try await Mount.start(endpoint: proxy.endpoint, prefix: prefix)
+            defer { mount.cleanup() }
+            // The upload: one multipart POST, whatever the size.
+            let upload: [String: Any] = ["method": "POST", "path_contains": "uploadType=multipart", "min_body_bytes": 1 << 20]
+            try await proxy.fault([
+                upload.merging(["status": 503, "count": 2]) { $1 },
+                upload.merging(["cut_request_after_bytes": 3_000_000]) { $1 },
+                upload.merging(["status": 503, "apply": true]) { $1 },
+            ])
+            let cp = try await Tools.run("/bin/cp", [scratch + "/one.bin", mount.at("one.bin")])
+            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(proxy.gcs, "\(prefix)/one.bin", holds: data)
+            let requests = try await proxy.requests().filter { $0.path.contains("/upload/") }
+            #expect(requests.filter { $0.fault != nil }.count == 4, "every fault hit the upload: \(requests.map { $0.fault ?? "-" })")
+            #expect(!requests.contains { $0.query.contains("uploadType=resumable") }, "no session: \(requests.map(\.query))")
         }
 
         // Checks semantics.md#net-close-retries

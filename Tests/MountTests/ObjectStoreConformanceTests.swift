@@ -76,6 +76,10 @@ import FSCoreTesting
             do { _ = try await store.startStreamingPut("f", from: staged, options: PutOptions(ifGenerationMatch: 0)) }
             catch StoreError.preconditionFailed { throw StoreError.preconditionFailed("") }
         }
+        await #expect(throws: StoreError.preconditionFailed("")) {
+            do { _ = try await store.putInOneRequest("f", from: staged, options: PutOptions(ifGenerationMatch: 0)) }
+            catch StoreError.preconditionFailed { throw StoreError.preconditionFailed("") }
+        }
         let late = try await store.startStreamingPut("g", from: staged, options: PutOptions(ifGenerationMatch: 0))
         _ = try await store.put("g", from: nil, options: PutOptions())
         await #expect(throws: StoreError.preconditionFailed("")) {

@@ -13,10 +13,12 @@ extension MountTests {
     /// goes up as parts side by side, composed into the object; checked
     /// through the server's JSON API and its access log, not the mount.
     /// The servers are on loopback, where the mount measures a round trip
-    /// far below `parallel-upload-min-rtt` and uploads a file not written
-    /// in order whole: tests of parts at close set it to 0, or put a slow
-    /// proxy in between. A file written in order (`cp`) sends its parts
-    /// while it is written, near or far, once it reaches the upload chunk.
+    /// far below `parallel-upload-min-rtt` and uploads a file of up to
+    /// `single-request-max` in one request at close: tests of parts set the
+    /// bound to 0, or put a slow proxy in between. Far from the store a
+    /// file written in order (`cp`) sends its parts while it is written,
+    /// once it reaches the upload chunk; near it, once it passes
+    /// `single-request-max`.
     @Suite struct ParallelUpload {
         static let size = (40 << 20) + 12_345
         /// Parts whatever the measured round trip.
@@ -92,7 +94,7 @@ extension MountTests {
         }
 
         // Checks semantics.md#parallel-uploads
-        @Test("a file above the threshold written out of order to a store on this host: one upload at close, no part, no compose", .timeLimit(.minutes(3)))
+        @Test("a file above the threshold written out of order to a store on this host: one request at close, no part, no compose", .timeLimit(.minutes(3)))
         func nearStoreGetsOneUploadForAFileNotWrittenInOrder() async throws {
             let gcs = try await DirectGCS.fakeGCSServer(newBucket: "mt-near-\(UUID().uuidString.prefix(8).lowercased())")
             let mount = try await Mount.start(
@@ -120,18 +122,34 @@ extension MountTests {
 
             let log = try FakeGCSServerLog.requests(bucket: gcs.bucket)
             let uploads = log.filter { $0.hasPrefix("POST /upload/storage/v1/b/\(gcs.bucket)/o?") }
-            #expect(uploads.count == 1 && uploads.allSatisfy { $0.contains("uploadType=resumable") }, "one resumable upload: \(uploads)")
+            #expect(uploads.count == 1 && uploads.allSatisfy { $0.contains("uploadType=multipart") }, "one request: \(uploads)")
             #expect(!log.contains { $0.contains("/compose") || $0.contains(".bucketfs-parts") }, "\(log.suffix(20).joined(separator: "\n"))")
         }
 
         // Checks semantics.md#parallel-uploads
-        @Test("cp of a file above the threshold to a store on this host: a part per 8 MiB chunk while it is written, one compose, the right bytes", .timeLimit(.minutes(3)))
+        @Test("cp to a store on this host: one request at close", .timeLimit(.minutes(3)))
+        func nearStoreGetsOneRequestForAFileWrittenInOrder() async throws {
+            let gcs = try await DirectGCS.fakeGCSServer(newBucket: "mt-near-\(UUID().uuidString.prefix(8).lowercased())")
+            let data = try await Self.copyModel(endpoint: gcs.base, bucket: gcs.bucket, options: ["--upload-chunk-size", "8"], seed: 48)
+            try await ObjectChecks.expect(gcs, "model.bin", holds: data, "one request")
+            #expect(try await gcs.resource("model.bin")?["crc32c"] as? String == Self.crc32c(data))
+            let log = try FakeGCSServerLog.requests(bucket: gcs.bucket)
+            let uploads = log.filter { $0.hasPrefix("POST /upload/storage/v1/b/\(gcs.bucket)/o?") }
+            #expect(uploads.count == 1 && uploads.allSatisfy { $0.contains("uploadType=multipart") }, "one request: \(uploads)")
+            #expect(!log.contains { $0.contains("/compose") || $0.contains(".bucketfs-parts") || $0.hasPrefix("PUT ") },
+                    "\(log.suffix(20).joined(separator: "\n"))")
+        }
+
+        // Checks semantics.md#parallel-uploads
+        @Test("cp of a file past single-request-max to a store on this host: a part per 8 MiB chunk once past it, one compose, the right bytes", .timeLimit(.minutes(3)))
         func nearStoreGetsPartsWhileTheFileIsWritten() async throws {
             let gcs = try await DirectGCS.fakeGCSServer(newBucket: "mt-stream-\(UUID().uuidString.prefix(8).lowercased())")
-            // Streams start at 8 MiB (the upload chunk): 40 MiB and 12,345
-            // bytes make five parts of 8 MiB and the tail. (Parts at close
-            // would be five of 8 MiB and 2,469 bytes each.)
-            let data = try await Self.copyModel(endpoint: gcs.base, bucket: gcs.bucket, options: ["--upload-chunk-size", "8"], seed: 47)
+            // Streams start past 16 MiB (single-request-max) with the parts
+            // written by then, in 8 MiB chunks: 40 MiB and 12,345 bytes make
+            // five parts of 8 MiB and the tail. (Parts at close would be
+            // five of 8 MiB and 2,469 bytes each.)
+            let data = try await Self.copyModel(
+                endpoint: gcs.base, bucket: gcs.bucket, options: ["--upload-chunk-size", "8", "-o", "single-request-max=16MiB"], seed: 47)
             let resource = try #require(try await gcs.resource("model.bin"), "model.bin is not in the bucket")
             #expect(resource["size"] as? String == "\(data.count)")
             #expect(resource["crc32c"] as? String == Self.crc32c(data))

@@ -66,9 +66,9 @@ extension MountTests {
             #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
             print("cp in of 300 MiB until durable: \(cp.elapsed)")
             let resource = try await gcs.resource("\(prefix)/big.bin")
-            // The emulator is on this host, so 300 MiB goes up as one upload
-            // streamed while cp writes (`--parallel-upload-min-rtt`). Of a
-            // composed object the emulator answers the size as a JSON number
+            // The emulator is on this host, so 300 MiB goes up in one
+            // request at close (`--single-request-max`). Of a composed
+            // object the emulator answers the size as a JSON number
             // where GCS sends a string (int64 fields are strings in the JSON
             // API: https://cloud.google.com/storage/docs/json_api/v1/objects),
             // so the size is compared as text either way.

@@ -18,11 +18,12 @@ import Logging
 /// throughout, so an attempt whose answer was lost but that did store the
 /// object fails the next one with 412 rather than storing it twice.
 ///
-/// A file large enough for `ParallelUploads` goes up in parts instead of
-/// one request: a `PartsStream` started while it was written is finished
-/// (its last part and the compose); a single stream it may have is
-/// abandoned (the parts carry the bytes side by side, which one stream
-/// cannot).
+/// `ParallelUploads.route` says how a file no stream carries goes up: near
+/// the store, one request; a file large enough, far from it, in parts (a
+/// `PartsStream` started while it was written is finished: its last part
+/// and the compose; a single stream it may have is abandoned, as the parts
+/// carry the bytes side by side, which one stream cannot); else the
+/// store's usual upload.
 struct ObjectUploader: Sendable {
     let store: any ObjectStore
     let parallel: ParallelUploads
@@ -50,9 +51,9 @@ struct ObjectUploader: Sendable {
     }
 
     func upload(_ plan: Plan) async -> Result<ObjectInfo, StoreError> {
-        let inParts = await parallel.takes(size: plan.size)
+        let route = await parallel.route(size: plan.size)
         if let stream = plan.stream {
-            if stream.stream.put is PartsStream || !inParts {
+            if stream.stream.put is PartsStream || route != .parts {
                 if let streamed = await finish(stream, plan) { return .success(streamed) }
             } else {
                 _ = await stream.lastSend?.value
@@ -60,10 +61,10 @@ struct ObjectUploader: Sendable {
             }
         }
         do {
-            return .success(try await putPatiently(plan, inParts: inParts))
-        } catch where inParts && parallel.fallsBack(after: error) {
+            return .success(try await putPatiently(plan, route))
+        } catch where route == .parts && parallel.fallsBack(after: error) {
             do {
-                return .success(try await putPatiently(plan, inParts: false))
+                return .success(try await putPatiently(plan, .usual))
             } catch {
                 return .failure(error)
             }
@@ -110,14 +111,17 @@ struct ObjectUploader: Sendable {
         }
     }
 
-    private func putPatiently(_ plan: Plan, inParts: Bool) async throws(StoreError) -> ObjectInfo {
+    private func putPatiently(_ plan: Plan, _ route: ParallelUploads.Route) async throws(StoreError) -> ObjectInfo {
         let started = ContinuousClock.now
         var wait = Self.firstWait
         var attempt = 1
         while true {
             do {
-                if inParts { return try await parallel.upload(plan.name, from: plan.localPath, size: plan.size, options: plan.options) }
-                return try await store.put(plan.name, from: plan.localPath, options: plan.options)
+                switch route {
+                case .oneRequest: return try await store.putInOneRequest(plan.name, from: plan.localPath, options: plan.options)
+                case .parts: return try await parallel.upload(plan.name, from: plan.localPath, size: plan.size, options: plan.options)
+                case .usual: return try await store.put(plan.name, from: plan.localPath, options: plan.options)
+                }
             } catch where error.isTransient {
                 let elapsed = ContinuousClock.now - started
                 guard elapsed + wait < retryWindow else { throw error }

@@ -22,15 +22,17 @@ import Transport
 /// cannot be deleted are kept in `leftovers` (shown by `bucketfs status`)
 /// and tried again before the next parallel upload.
 ///
-/// A file written in order sends its parts while it is written
+/// Parts pay where one connection cannot fill the link: far from the
+/// store, where each connection's rate is bounded by its round trip. There
+/// a file written in order sends its parts while it is written
 /// (`PartsStream`, `streamsParts`), so the close only adds the last part
-/// and the compose. For a file written otherwise, uploaded whole at
-/// close, parts pay where one connection cannot fill the link: far from
-/// the store, where each connection's rate is bounded by its round trip.
-/// A store measured nearer than `MountOptions.parallelUploadMinRoundTrip`
-/// (`isNear`: this host, the LAN) gets the single upload for such a file:
-/// there one connection is as fast as the machine, and parts and a
-/// compose after the writing only add requests and a second read.
+/// and the compose; a file written otherwise goes up in parts at close. A
+/// store measured nearer than `MountOptions.parallelUploadMinRoundTrip`
+/// (`isNear`: this host, the LAN) gets a file of up to
+/// `MountOptions.singleRequestMax` in one request at close (`route`), and
+/// nothing while it is written (`streamStart`): there one connection is as
+/// fast as the machine, and parts and a compose only add requests and a
+/// second read.
 ///
 /// The mount turns it off by itself where it cannot work: a store without
 /// compose (Firebase's v0 API), a bucket with a retention policy (its
@@ -45,6 +47,8 @@ final class ParallelUploads: Sendable {
     let minPartSize: Int64
     /// Round trips shorter than this mean a near store (`isNear`).
     let minRoundTrip: Duration
+    /// A near store gets files up to this size in one request (`route`).
+    let singleRequestMax: Int64
     let logger: Logger
 
     /// Sources one compose request takes at most (Cloud Storage's limit).
@@ -75,7 +79,39 @@ final class ParallelUploads: Sendable {
         self.maxParts = options.parallelUploadParts
         self.minPartSize = options.parallelUploadMinPartSize
         self.minRoundTrip = .seconds(options.parallelUploadMinRoundTrip)
+        self.singleRequestMax = options.singleRequestMax
         self.logger = logger
+    }
+
+    /// How a staged file that no stream carries goes up at close.
+    enum Route: Sendable, Equatable {
+        /// One request whatever the size (`ObjectStore.putInOneRequest`).
+        case oneRequest
+        /// Parts side by side, then a compose (`upload`).
+        case parts
+        /// The store's usual upload (`ObjectStore.put`: one request up to
+        /// its multipart limit, a resumable session above).
+        case usual
+    }
+
+    /// The route of a file of `size` bytes: near the store, up to
+    /// `singleRequestMax`, one request (on this host or the LAN one
+    /// connection is as fast as the machine, so parts and a compose only
+    /// add requests and a second pass over the bytes, and a request cut
+    /// short is sent again whole in less time than a far upload takes);
+    /// else parts where `takes` says so, else the usual upload.
+    func route(size: Int64) async -> Route {
+        if size <= singleRequestMax, storeIsNear() { return .oneRequest }
+        return await takes(size: size) ? .parts : .usual
+    }
+
+    /// Bytes a file written in order holds before its upload streams
+    /// (`WriteBack.streamStart`): the chunk, or near the store, more than
+    /// goes in one request (`route`), so a file that will go up in one
+    /// request at close sends nothing before.
+    func streamStart(chunk: Int64) -> Int64 {
+        guard singleRequestMax > 0, Self.isNear(roundTrip: store.roundTrip, minRoundTrip: minRoundTrip) else { return chunk }
+        return max(chunk, singleRequestMax + 1)
     }
 
     /// Whether a store whose round trip measured `roundTrip` (nil: not
@@ -93,26 +129,30 @@ final class ParallelUploads: Sendable {
     /// bucket's retention policy is known: yes, if large enough and the
     /// store is not near).
     func wouldTake(size: Int64) -> Bool {
-        guard threshold > 0, size >= threshold, partCount(size) > 1 else { return false }
-        let roundTrip = store.roundTrip
-        if Self.isNear(roundTrip: roundTrip, minRoundTrip: minRoundTrip) {
-            let firstTime = state.withLock { s in
-                defer { s.toldNear = true }
-                return !s.toldNear
-            }
-            if firstTime, let roundTrip {
-                logger.info("large files go up as one upload, not in parts: the store is near", metadata: [
-                    "round trip": "\(Self.milliseconds(roundTrip))", "parallel-upload-min-rtt": "\(Self.milliseconds(minRoundTrip))",
-                ])
-            }
-            return false
-        }
+        guard threshold > 0, size >= threshold, partCount(size) > 1, !storeIsNear() else { return false }
         return state.withLock { s in
             switch s.availability {
             case .unknown, .available: return true
             case .retentionPolicy, .partsRefused: return false
             }
         }
+    }
+
+    /// `isNear` for the store's round trip now; says so in the log once.
+    private func storeIsNear() -> Bool {
+        let roundTrip = store.roundTrip
+        guard Self.isNear(roundTrip: roundTrip, minRoundTrip: minRoundTrip), let roundTrip else { return false }
+        let firstTime = state.withLock { s in
+            defer { s.toldNear = true }
+            return !s.toldNear
+        }
+        if firstTime {
+            logger.info("the store is near: files up to single-request-max go up in one request at close, none in parts at close", metadata: [
+                "round trip": "\(Self.milliseconds(roundTrip))", "parallel-upload-min-rtt": "\(Self.milliseconds(minRoundTrip))",
+                "single-request-max": "\(singleRequestMax)",
+            ])
+        }
+        return true
     }
 
     static func milliseconds(_ duration: Duration) -> String {
@@ -130,12 +170,11 @@ final class ParallelUploads: Sendable {
     }
 
     /// Whether a file written in order sends its parts while it is written
-    /// (`PartsStream`), near the store or far: parallel uploads are on,
-    /// every file that streams (one of `chunk` bytes at least) is above
-    /// the threshold, and the bucket has no retention policy. Near the
-    /// store too: the parts overlap the writing as one session would, and
-    /// no single session has to carry the whole file (docs/performance.md,
-    /// Parallel uploads, has the figures).
+    /// (`PartsStream`) once it streams (far from the store, or near it past
+    /// `singleRequestMax`: `streamStart`): parallel uploads are on, every
+    /// file that streams (one of `chunk` bytes at least) is above the
+    /// threshold, and the bucket has no retention policy
+    /// (docs/performance.md, Parallel uploads, has the figures).
     func streamsParts(chunk: Int64) async -> Bool {
         guard threshold > 0, chunk >= threshold else { return false }
         return await isAvailable()

@@ -77,7 +77,7 @@ final class StagedFile: Sendable {
     /// under it), attached to no inode yet.
     init(
         id: UInt64, lock: OrderedLock<FileSystem.State>, in s: inout FileSystem.State,
-        file: LocalFile, base: ObjectInfo?, baseReader: FileReader?, blockSize: Int64, streamChunk: Int64, now: Timestamp,
+        file: LocalFile, base: ObjectInfo?, baseReader: FileReader?, blockSize: Int64, streamChunk: Int64, streamStart: Int64, now: Timestamp,
         logger: Logger
     ) {
         self.id = id
@@ -88,7 +88,7 @@ final class StagedFile: Sendable {
         s.staged.register(self, State(
             base: base, size: size,
             modificationTime: base.map(AttributeMapper.modificationTime) ?? now,
-            writeBack: WriteBack(streamChunk: streamChunk, emptyAtStart: size == 0)))
+            writeBack: WriteBack(streamChunk: streamChunk, streamStart: streamStart, emptyAtStart: size == 0)))
     }
 
     /// Runs `body` on this file's state under the file system's lock.

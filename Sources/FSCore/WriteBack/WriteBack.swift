@@ -297,8 +297,13 @@ struct WriteBack: Sendable, Hashable {
         case take(sendFailed: Bool)
     }
 
-    /// Bytes a stream waits for before it starts, and sends at a time.
+    /// Bytes a stream sends at a time.
     let streamChunk: Int64
+    /// Bytes the file holds before its stream starts (at least
+    /// `streamChunk`; more near the store, where a file goes up in one
+    /// request at close up to a size: `ParallelUploads.streamStart`). The
+    /// first send then carries everything written so far.
+    let streamStart: Int64
     /// Every change bumps it; the file is dirty while it differs from
     /// `uploadedVersion`.
     private(set) var version: UInt64 = 0
@@ -319,9 +324,11 @@ struct WriteBack: Sendable, Hashable {
     var uploading: UInt64? { upload?.version }
     private(set) var stream: Stream = .none
 
-    /// `emptyAtStart`: a new or truncated file, which may stream.
-    init(streamChunk: Int64, emptyAtStart: Bool) {
+    /// `emptyAtStart`: a new or truncated file, which may stream;
+    /// `streamStart` nil: at `streamChunk`.
+    init(streamChunk: Int64, streamStart: Int64? = nil, emptyAtStart: Bool) {
         self.streamChunk = max(1, streamChunk)
+        self.streamStart = max(self.streamChunk, streamStart ?? 0)
         sequentialEnd = emptyAtStart ? 0 : nil
     }
 
@@ -485,7 +492,7 @@ struct WriteBack: Sendable, Hashable {
         guard let end = sequentialEnd, name == .live else { return dropStream() }
         switch stream {
         case .none:
-            guard end >= streamChunk else { return [] }
+            guard end >= streamStart else { return [] }
             stream = .starting(current: true, task: nil)
             return [.startStream]
         case .starting:

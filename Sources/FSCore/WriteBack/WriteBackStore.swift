@@ -120,11 +120,12 @@ final class WriteBackStore: Sendable {
         }
         let baseReader = keepsBase ? base.flatMap { base in served?.makeReader(path, base) } : nil
         let now = Timestamp(Date())
+        let streamStart = parallelUploads.streamStart(chunk: options.streamChunkSize)
         // Its state is registered in `state`, discarded with it (`discard`).
         return state.withLock { s in
             StagedFile(
                 id: id, lock: state, in: &s, file: local, base: base, baseReader: baseReader,
-                blockSize: blockSize, streamChunk: options.streamChunkSize, now: now, logger: logger)
+                blockSize: blockSize, streamChunk: options.streamChunkSize, streamStart: streamStart, now: now, logger: logger)
         }
     }
 

@@ -559,6 +559,25 @@ run_group() {
     unmount_current
 }
 
+# median_of ROUNDS FUNC ARGS...: runs FUNC ROUNDS times in this process,
+# logs each round's last line, and prints the median (by leading number)
+# of those that printed a number; fails if none did. For a cell measured
+# inside one mount (`run_group`), where `measure` takes one function.
+# MEDIAN_ROUND is the round (1, 2, ...) while FUNC runs, for names that
+# must differ between rounds.
+median_of() {
+    local rounds="$1" round out values=""
+    shift
+    for round in $(seq 1 "$rounds"); do
+        MEDIAN_ROUND="$round"
+        out="$("$@" | tail -n 1)" || out=""
+        log "    round $round: ${out:-failed}"
+        [[ "$out" =~ ^[0-9] ]] && values+="$out"$'\n'
+    done
+    [[ -n "$values" ]] || return 1
+    printf '%s' "$values" | sort -n -k1,1 | sed -n "$((($(printf '%s' "$values" | grep -c .) + 1) / 2))p"
+}
+
 # ---------------------------------------------------------------- table
 
 # cell_text KEY COLUMN RTT: the cell; a time at a longer round trip also

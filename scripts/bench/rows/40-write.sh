@@ -89,7 +89,7 @@ note_small_requests() { # COLUMN BEFORE AFTER DURABLE_OUTPUT
 # one media upload (uploadType=media, -T streams the file with a
 # Content-Length; "Expect:" off, as bucketfs's Transport does)
 curl_wbig() {
-    local name="$WBIG_NAME_PREFIX-curl-$RTT.bin" r
+    local name="$WBIG_NAME_PREFIX-curl-$RTT-${MEDIAN_ROUND:-1}.bin" r
     r="$(durable object "$name" "$WORK/big.bin" --wait -- \
         curl -sS --fail -X POST -T "$WORK/big.bin" -H 'Expect:' -H 'Content-Type: application/octet-stream' \
         -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name=$(urlenc "$name")")"
@@ -171,8 +171,12 @@ small_ceiling() {
     awk -v a="$curl_rate" -v b="$floor_rate" 'BEGIN { printf "%.0f", 1 / (1 / a + 1 / b) }'
 }
 
+# The 256 MiB write is the median of this many rounds (each a new object
+# name's upload, deleted after): single rounds moved by half between runs.
+WBIG_ROUNDS="${BENCH_WRITE_ROUNDS:-3}"
+
 write_curl() {
-    measure wbig curl curl_wbig
+    measure wbig curl median_of "$WBIG_ROUNDS" curl_wbig
     measure wbig_resumable curl curl_wbig_resumable
     measure wsmall curl curl_wsmall
     measure wsmall_http curl cat_file "$WORK/wsmall_http.curl"
@@ -184,11 +188,13 @@ write_curl() {
 # ---------------------------------------------------------------- mounts
 
 fs_wbig() { # MP: cp of the 256 MiB file into the mount's root
-    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT.bin" r
+    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT-${MEDIAN_ROUND:-1}.bin" r
     r="$(durable object "$name" "$WORK/big.bin" --wait -- cp "$WORK/big.bin" "$mp/$name")"
     api_delete_one "$name"
     cell_big "$r"
 }
+
+fs_wbig_median() { median_of "$WBIG_ROUNDS" fs_wbig "$1"; }
 
 # writes COUNT files of the 4 KiB text into DIR from one bash process with
 # builtins only (printf of a variable into each file, no fork per file)
@@ -259,13 +265,13 @@ fuse_requests_per_file() {
 }
 
 write_fs() {
-    local col="$1" rows=(wbig:fs_wbig wsmall:fs_wsmall rmtree:fs_rmtree)
+    local col="$1" rows=(wbig:fs_wbig_median wsmall:fs_wsmall rmtree:fs_rmtree)
     # the tree rm -rf deletes is seeded before the mount, so that no cache
     # of the mount can have missed it
     say "seeding rmtree-$col-$RTT/ (1,000 objects) through the JSON API"
     if ! seed_rmtree "rmtree-$col-$RTT" 2>>"$LOG"; then
         fail_cells "$col" "seeding failed" rmtree
-        rows=(wbig:fs_wbig wsmall:fs_wsmall)
+        rows=(wbig:fs_wbig_median wsmall:fs_wsmall)
     fi
     local saved=("${RCLONE_FLAGS[@]}")
     RCLONE_FLAGS=(${BENCH_RCLONE_WRITE_FLAGS:---vfs-cache-mode writes})
@@ -285,7 +291,8 @@ write_notes() {
     echo "Writes (a mount of their own; rclone with ${BENCH_RCLONE_WRITE_FLAGS:---vfs-cache-mode writes}): \"until durable\" runs"
     echo "from the start of the command until the JSON API shows every object with its full size (polled every"
     echo "50-100 ms while not; bucketfs uploads before close returns, rclone after, by its --vfs-write-back delay,"
-    echo "default 5 s), MD5 checked afterwards; 256 MiB: cp into the mount, curl one uploadType=media POST with -T;"
+    echo "default 5 s), MD5 checked afterwards; 256 MiB (the median of $WBIG_ROUNDS rounds, BENCH_WRITE_ROUNDS, in one mount):"
+    echo "cp into the mount, curl one uploadType=media POST with -T;"
     echo "300 files: one bash process writing each file with the builtin printf (no fork per file) into a directory"
     echo "made just before, curl 300 media uploads from one process (--config, \`next\`); requests per file: what the"
     echo "emulator received during the timed command, besides the durability checks; FUSE requests per file: libfuse's"

@@ -76,10 +76,10 @@ public struct MountOptions: Sendable, Equatable {
     public var parallelUploadParts: Int
     public var parallelUploadMinPartSize: Int64
     /// Seconds: a store whose measured round trip (`ObjectStore.roundTrip`)
-    /// is shorter than this (this host, the LAN) gets the single upload at
-    /// close for a file not written in order (one written in order has
-    /// sent its parts already); parts while nothing is measured, and
-    /// always with 0.
+    /// is shorter than this (this host, the LAN) is near: it gets a file of
+    /// up to `singleRequestMax` in one request at close and no parts at
+    /// close (`ParallelUploads.route`); a store not measured yet is far,
+    /// and with 0 every store is.
     public var parallelUploadMinRoundTrip: TimeInterval
     /// A store nearer than `parallelUploadMinRoundTrip` gets a file of up
     /// to this many bytes at close in one request, written in order or

@@ -64,6 +64,13 @@ public protocol ObjectStore: Sendable {
     /// Starts a resumable upload of `name` from the file at `path`, whose final length is not known yet.
     func startStreamingPut(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut
 
+    /// Starts a single-request upload of `name` whose body is the file at
+    /// `path` as it is written (`StoreCapabilities.oneRequestStreams`): a
+    /// send only lets the request read further and returns at once; a
+    /// failed request cannot be resumed (`send` and `finish` throw); the
+    /// precondition is checked when it ends. The default throws.
+    func startOneRequestStream(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut
+
     func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError)
 
     /// Server-side copy; content type and custom metadata travel along.
@@ -114,6 +121,10 @@ extension ObjectStore {
         throw .invalidArgument("this store cannot store part of a file")
     }
 
+    public func startOneRequestStream(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut {
+        throw .invalidArgument("this store cannot upload a growing file in one request")
+    }
+
     public func compose(_ sources: [String], into destination: String, options: PutOptions, expectedCRC32C: String) async throws(StoreError) -> ObjectInfo {
         throw .invalidArgument("this store cannot compose objects")
     }
@@ -162,19 +173,29 @@ public struct StoreCapabilities: Sendable, Equatable {
     /// `putRegion` and `compose` work, so a large file can go up as parts
     /// side by side (`ParallelUpload`).
     public var compose = true
+    /// `startOneRequestStream` works: near the store a file written in
+    /// order goes up in one request while it is written (`ParallelUploads`).
+    public var oneRequestStreams = true
 
-    public init(listingsCarryMetadata: Bool = true, serverSideCopy: Bool = true, accessRulesPerPath: Bool = false, compose: Bool = true) {
+    public init(
+        listingsCarryMetadata: Bool = true, serverSideCopy: Bool = true, accessRulesPerPath: Bool = false, compose: Bool = true,
+        oneRequestStreams: Bool = true
+    ) {
         self.listingsCarryMetadata = listingsCarryMetadata
         self.serverSideCopy = serverSideCopy
         self.accessRulesPerPath = accessRulesPerPath
         self.compose = compose
+        self.oneRequestStreams = oneRequestStreams
     }
 
     /// The JSON API: everything.
     public static let full = StoreCapabilities()
     /// Firebase Storage's v0 API: names-only listings, no server-side
-    /// copy, Security Rules, no compose.
-    public static let firebase = StoreCapabilities(listingsCarryMetadata: false, serverSideCopy: false, accessRulesPerPath: true, compose: false)
+    /// copy, Security Rules, no compose, no upload of a growing file (what
+    /// its production endpoint makes of a body of unknown length, no
+    /// Firebase SDK tells: they all send a known length).
+    public static let firebase = StoreCapabilities(
+        listingsCarryMetadata: false, serverSideCopy: false, accessRulesPerPath: true, compose: false, oneRequestStreams: false)
 }
 
 /// An upload of a file that is still being written sequentially

@@ -1,6 +1,7 @@
 import Foundation
 import StorageKit
 import Transport
+import Synchronization
 
 /// `ObjectStore` over StorageKit: the real bucket (or an emulator).
 public struct StorageKitObjectStore: ObjectStore {
@@ -102,6 +103,15 @@ public struct StorageKitObjectStore: ObjectStore {
             try await ref.startStreamingUpload(fromFile: path, metadata: metadata, ifGenerationMatch: options.ifGenerationMatch)
         }
         return StorageKitStreamingPut(upload: upload)
+    }
+
+    public func startOneRequestStream(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut {
+        let ref = reference(name)
+        let metadata = Self.metadata(options)
+        let upload = try await Self.run {
+            try ref.startOneRequestStream(fromFile: path, metadata: metadata, ifGenerationMatch: options.ifGenerationMatch)
+        }
+        return StorageKitOneRequestStream(upload: upload)
     }
 
     /// The uploaded object's standard properties and custom metadata.
@@ -222,5 +232,30 @@ struct StorageKitStreamingPut: StreamingPut {
 
     func abandon() async {
         await upload.abandon()
+    }
+}
+
+/// `OneRequestStream` as a `StreamingPut`: any end may be sent (granularity
+/// 1), and a send returns once the request may read that far.
+final class StorageKitOneRequestStream: StreamingPut {
+    let upload: OneRequestStream
+    private let handedOver = Atomic<Int64>(0)
+
+    init(upload: OneRequestStream) { self.upload = upload }
+
+    var granularity: Int64 { 1 }
+    var acknowledged: Int64 { handedOver.load(ordering: .acquiring) }
+
+    func send(upTo end: Int64) async throws(StoreError) {
+        try await StorageKitObjectStore.run { try upload.send(upTo: end) }
+        handedOver.store(end, ordering: .releasing)
+    }
+
+    func finish(size: Int64) async throws(StoreError) -> ObjectInfo {
+        StorageKitObjectStore.info(try await StorageKitObjectStore.run { try await upload.finish(size: size) })
+    }
+
+    func abandon() async {
+        upload.abandon()
     }
 }

@@ -22,6 +22,10 @@ public final class InMemoryObjectStore: ObjectStore {
         case listFlat
         /// The calls of a streaming put: its start, each `send`, `finish`.
         case streamingStart, streamingSend, streamingFinish
+        /// A single-request upload of a growing file
+        /// (`startOneRequestStream`), counted when it ends, as the object
+        /// is stored then.
+        case oneRequestStream
         /// A part of a parallel upload (`putRegion`), and `compose`.
         case putRegion, compose
         /// `retentionPeriod` (the bucket's metadata).
@@ -285,6 +289,12 @@ public final class InMemoryObjectStore: ObjectStore {
         return InMemoryStreamingPut(store: self, name: name, path: path, options: options)
     }
 
+    public func startOneRequestStream(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut {
+        guard capabilities.oneRequestStreams else { throw .invalidArgument("this store cannot upload a growing file in one request") }
+        try Self.validate(name)
+        return InMemoryOneRequestStream(store: self, name: name, path: path, options: options)
+    }
+
     public func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError) {
         try state.withLock { s throws(StoreError) in
             try Self.begin(&s, .delete, name)
@@ -391,6 +401,16 @@ public final class InMemoryObjectStore: ObjectStore {
     // MARK: - Streaming puts
 
     /// Counts a `send` of a streaming put and applies injected faults.
+    /// Stores what a single-request upload of a growing file sent, if its
+    /// precondition holds (the server checks it when the request ends).
+    fileprivate func commitOneRequestStream(_ name: String, _ data: Data, _ options: PutOptions) throws(StoreError) -> ObjectInfo {
+        try state.withLock { s throws(StoreError) in
+            try Self.begin(&s, .oneRequestStream, name)
+            try Self.check(s.objects[name]?.info.generation, matches: options.ifGenerationMatch, name)
+            return store(&s, name: name, data: data, options: options, at: now())
+        }
+    }
+
     fileprivate func beginStreamingSend(_ name: String) throws(StoreError) {
         try state.withLock { s throws(StoreError) in try Self.begin(&s, .streamingSend, name) }
     }
@@ -547,5 +567,56 @@ final class InMemoryStreamingPut: StreamingPut {
         } catch {
             throw .invalidArgument("cannot read \(path): \(error)")
         }
+    }
+}
+
+/// A single-request upload of a growing file: sends only move the point
+/// the request may read to; the object is stored, from the file's bytes,
+/// when it finishes; once abandoned it fails.
+final class InMemoryOneRequestStream: StreamingPut {
+    let granularity: Int64 = 1
+    private let store: InMemoryObjectStore
+    private let name: String
+    private let path: String
+    private let options: PutOptions
+
+    private struct Progress {
+        var handedOver: Int64 = 0
+        var abandoned = false
+    }
+
+    // Leaf lock, never held across an await or the store's lock.
+    private let progress = Mutex(Progress())
+
+    init(store: InMemoryObjectStore, name: String, path: String, options: PutOptions) {
+        self.store = store
+        self.name = name
+        self.path = path
+        self.options = options
+    }
+
+    var acknowledged: Int64 { progress.withLock { $0.handedOver } }
+
+    func send(upTo end: Int64) async throws(StoreError) {
+        try progress.withLock { p throws(StoreError) in
+            if p.abandoned { throw .other("the upload of \(name) was abandoned") }
+            p.handedOver = max(p.handedOver, end)
+        }
+    }
+
+    func finish(size: Int64) async throws(StoreError) -> ObjectInfo {
+        if progress.withLock({ $0.abandoned }) { throw .other("the upload of \(name) was abandoned") }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw .invalidArgument("cannot read \(path): \(error)")
+        }
+        guard data.count >= size else { throw .invalidArgument("\(path) ends before byte \(size)") }
+        return try store.commitOneRequestStream(name, data.prefix(Int(size)), options)
+    }
+
+    func abandon() async {
+        progress.withLock { $0.abandoned = true }
     }
 }

@@ -60,6 +60,7 @@ public enum ObjectStoreConformance {
             try await paging(store, prefix, options, &created)
             try await streaming(store, prefix, scratch, &created)
             try await oneRequest(store, prefix, scratch, &created)
+            try await oneRequestStream(store, prefix, scratch, &created)
             if store.capabilities.compose { try await composition(store, prefix, scratch, options, &created) }
         } catch {
             for name in created { try? await store.delete(name, ifGenerationMatch: nil) }
@@ -273,6 +274,54 @@ public enum ObjectStoreConformance {
         try expect("it has the put's type and metadata", stat.contentType == "application/x-one" && stat.customMetadata == ["k": "v"], "\(stat.contentType ?? "nil") \(stat.customMetadata)")
         let bytes = try await read(store, name, info.generation, 0..<Int64(data.count))
         try expect("it holds the file's bytes", bytes == data, "\(bytes.count) bytes")
+    }
+
+    /// One request whose body follows a file as it is written (a near
+    /// store's upload of a file written in order): the object appears only
+    /// when it finishes, with every byte, the put's type and metadata;
+    /// abandoned, it leaves nothing. A store that cannot refuses at once.
+    private static func oneRequestStream(_ store: any ObjectStore, _ prefix: String, _ scratch: String, _ created: inout Set<String>) async throws {
+        let name = prefix + "one-request-stream.bin"
+        let path = scratch + "/one-request-stream"
+        try Data().write(to: URL(fileURLWithPath: path))
+        guard store.capabilities.oneRequestStreams else {
+            try await expectError("a store without one-request streams refuses one at once", {
+                _ = try await store.startOneRequestStream(name, from: path, options: PutOptions())
+            }, isInvalidArgument)
+            return
+        }
+        created.insert(name)
+        let old = try await put(store, name, Data("old".utf8), scratch, contentType: nil, metadata: [:])
+        let data = pattern((3 << 20) + 777, seed: 7)
+        let upload = try await store.startOneRequestStream(
+            name, from: path, options: PutOptions(contentType: "application/x-growing", customMetadata: ["k": "v"]))
+        try expect("any end may be sent", upload.granularity == 1, "\(upload.granularity)")
+        var written = 0
+        for end in [1, 1 << 20, (2 << 20) + 5, data.count] {
+            try append(data[written..<end], to: path)
+            written = end
+            try await upload.send(upTo: Int64(end))
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let during = try await store.stat(name)
+        try expect("the object stays as it was until finish", during.generation == old.generation && during.size == 3, "\(during.generation) \(during.size)")
+        let info = try await upload.finish(size: Int64(data.count))
+        try expect("finish reports the name, size and a new generation",
+                   info.name == name && info.size == Int64(data.count) && info.generation != old.generation, "\(info.name) \(info.size)")
+        let stat = try await store.stat(name)
+        try expect("it has the put's type and metadata", stat.contentType == "application/x-growing" && stat.customMetadata == ["k": "v"],
+                   "\(stat.contentType ?? "nil") \(stat.customMetadata)")
+        let bytes = try await read(store, name, info.generation, 0..<Int64(data.count))
+        try expect("it holds the file's bytes", bytes == data, "\(bytes.count) bytes")
+
+        let abandonedName = prefix + "one-request-stream-abandoned"
+        created.insert(abandonedName)
+        let abandoned = try await store.startOneRequestStream(abandonedName, from: path, options: PutOptions())
+        try await abandoned.send(upTo: 1 << 20)
+        try await Task.sleep(for: .milliseconds(100))
+        await abandoned.abandon()
+        try await Task.sleep(for: .milliseconds(200))
+        try await expectError("an abandoned one-request stream leaves no object", { _ = try await store.stat(abandonedName) }, isNotFound)
     }
 
     /// Parts from regions of a file, composed (`ParallelUploads`).

@@ -130,20 +130,13 @@ final class Uploader: Sendable {
     // MARK: multipart
 
     private func multipart(progress: @escaping @Sendable (Int64) -> Void) async throws -> StorageMetadata {
-        let boundary = "bucketfs-\(UUID().uuidString)"
-        let head = "--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n"
-        let middle = "\r\n--\(boundary)\r\nContent-Type: \(resource.contentType)\r\n\r\n"
-        let tail = "\r\n--\(boundary)--\r\n"
-        let body = RequestBody.concatenation([
-            .bytes(Data(head.utf8)), .bytes(resource.json), .bytes(Data(middle.utf8)),
-            source.body(0..<total), .bytes(Data(tail.utf8)),
-        ])
+        let (body, contentType) = resource.multipart(source.body(0..<total))
         let overhead = body.length - total
-        var headers = ["Content-Type": "multipart/related; boundary=\(boundary)"]
+        var headers = ["Content-Type": contentType]
         let url: String
         switch api.dialect {
         case .jsonAPI:
-            url = api.uploadURL([("uploadType", "multipart"), ("ifGenerationMatch", ifGenerationMatch.map(String.init))])
+            url = api.multipartUploadURL(ifGenerationMatch: ifGenerationMatch)
         case .firebase:
             try await api.checkPrecondition(of: reference.fullPath, ifGenerationMatch: ifGenerationMatch)
             url = api.uploadURL([("name", reference.fullPath)])
@@ -194,5 +187,28 @@ final class Uploader: Sendable {
             last.store(sent, ordering: .relaxed)
             report(sent)
         }
+    }
+}
+
+extension UploadResource {
+    /// A multipart/related body of this resource and the object's bytes
+    /// `media` (https://cloud.google.com/storage/docs/uploading-objects#uploading-an-object,
+    /// JSON API multipart upload), and its Content-Type.
+    func multipart(_ media: RequestBody) -> (body: RequestBody, contentType: String) {
+        let boundary = "bucketfs-\(UUID().uuidString)"
+        let head = "--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n"
+        let middle = "\r\n--\(boundary)\r\nContent-Type: \(contentType)\r\n\r\n"
+        let tail = "\r\n--\(boundary)--\r\n"
+        let body = RequestBody.concatenation([
+            .bytes(Data(head.utf8)), .bytes(json), .bytes(Data(middle.utf8)), media, .bytes(Data(tail.utf8)),
+        ])
+        return (body, "multipart/related; boundary=\(boundary)")
+    }
+}
+
+extension ObjectAPI {
+    /// The JSON API's URL for a multipart upload.
+    func multipartUploadURL(ifGenerationMatch: Int64?) -> String {
+        uploadURL([("uploadType", "multipart"), ("ifGenerationMatch", ifGenerationMatch.map(String.init))])
     }
 }

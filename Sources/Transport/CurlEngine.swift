@@ -15,12 +15,16 @@ final class CurlEngine: @unchecked Sendable {
     private struct Inbox {
         var added: [CurlTransfer] = []
         var cancelled: [CurlTransfer] = []
+        /// Paused transfers whose growing file grew.
+        var woken: [CurlTransfer] = []
     }
 
     private let multi: UnsafeMutableRawPointer
     private let inbox = Mutex(Inbox())
     /// In-flight transfers by easy handle. Loop thread only.
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// The in-flight transfers whose body is a growing file. Loop thread only.
+    private var growing: [UnsafeMutableRawPointer: CurlTransfer] = [:]
 
     init(maxConnectionsPerHost: Int) {
         CurlGlobal.initialize()
@@ -35,6 +39,12 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     func submit(_ transfer: CurlTransfer) {
+        // Weak: the transfer holds the file, the file this closure.
+        transfer.growingFile?.onWake { [weak self, weak transfer] in
+            guard let self, let transfer else { return }
+            self.inbox.withLock { $0.woken.append(transfer) }
+            curl_multi_wakeup(self.multi)
+        }
         inbox.withLock { $0.added.append(transfer) }
         curl_multi_wakeup(multi)
     }
@@ -62,11 +72,22 @@ final class CurlEngine: @unchecked Sendable {
                 if rc != CURLM_OK {
                     active[transfer.easy] = nil
                     transfer.finish(throwing: .other(code: Int(rc.rawValue), message: String(cString: curl_multi_strerror(rc))))
+                } else if transfer.growingFile != nil {
+                    growing[transfer.easy] = transfer
                 }
             }
-            for transfer in work.cancelled where active.removeValue(forKey: transfer.easy) != nil {
-                curl_multi_remove_handle(multi, transfer.easy)
-                transfer.finish(throwing: .cancelled)
+            for transfer in work.cancelled where active[transfer.easy] != nil {
+                end(transfer, throwing: .cancelled)
+            }
+            // The pause was set by the read callback during an earlier
+            // perform on this thread, so resuming here comes after it.
+            // CURLPAUSE_CONT is 0: neither direction paused.
+            for transfer in work.woken where active[transfer.easy] != nil {
+                curl_easy_pause(transfer.easy, 0)
+            }
+            for transfer in growing.values where transfer.growingFile?.waitedTooLong() == true {
+                let waited = transfer.growingFile.map { HTTPTransport.rounded($0.maxWait) } ?? "?"
+                end(transfer, throwing: .stalled("the request body waited longer than \(waited) for the file's next bytes"))
             }
 
             curl_multi_perform(multi, &running)
@@ -75,10 +96,19 @@ final class CurlEngine: @unchecked Sendable {
                 guard let easy = sc_msg_done_handle(message) else { continue }
                 let code = sc_msg_result(message)
                 curl_multi_remove_handle(multi, easy)
+                growing[easy] = nil
                 active.removeValue(forKey: easy)?.finish(code: code)
             }
             curl_multi_poll(multi, nil, 0, 1000, nil)
         }
+    }
+
+    /// Takes an in-flight transfer off the multi handle and fails it.
+    private func end(_ transfer: CurlTransfer, throwing error: TransportError) {
+        curl_multi_remove_handle(multi, transfer.easy)
+        active[transfer.easy] = nil
+        growing[transfer.easy] = nil
+        transfer.finish(throwing: error)
     }
 }
 

@@ -13,6 +13,9 @@ final class CurlTransfer: @unchecked Sendable {
     let easy: UnsafeMutableRawPointer
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private let reader: RequestBodyReader
+    /// The body's growing file, if it has one (`GrowingFile`): the engine
+    /// resumes the transfer when it grows and ends it if it waits too long.
+    let growingFile: GrowingFile?
     private let sink: ResponseBodySink?
     private let uploadProgress: (@Sendable (Int64) -> Void)?
     private var lastReportedUpload: Int64 = -1
@@ -44,6 +47,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.easy = easy
         self.statistics = statistics
         self.reader = RequestBodyReader(request.body)
+        self.growingFile = request.body.growingFile
         self.sink = sink
         self.uploadProgress = request.uploadProgress
         self.timesAnswer = [.get, .head, .delete].contains(request.method)
@@ -84,7 +88,9 @@ final class CurlTransfer: @unchecked Sendable {
             sc_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
         case .post:
             sc_easy_setopt_long(easy, CURLOPT_POST, 1)
-            sc_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(length))
+            // -1: the length is not known (a growing file); curl then
+            // sends the body chunked, as the header below asks, on HTTP/1.1.
+            sc_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, request.body.isOfUnknownLength ? -1 : curl_off_t(length))
             setReader(me)
         case .put, .patch:
             sc_easy_setopt_long(easy, CURLOPT_UPLOAD, 1)
@@ -98,6 +104,7 @@ final class CurlTransfer: @unchecked Sendable {
         // "Expect: 100-continue" costs a round trip per upload and stalls
         // servers that never answer it; every other header is the caller's.
         var list = curl_slist_append(nil, "Expect:")
+        if request.body.isOfUnknownLength { list = curl_slist_append(list, "Transfer-Encoding: chunked") }
         for (name, value) in request.headers.sorted(by: { $0.key < $1.key }) {
             list = curl_slist_append(list, "\(name): \(value)")
         }
@@ -164,7 +171,12 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     fileprivate func readBody(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {
-        reader.read(into: buffer, capacity: capacity) ?? Int(CURL_READFUNC_ABORT)
+        switch reader.read(into: buffer, capacity: capacity) {
+        case .filled(let n): return n
+        // The engine resumes the transfer when the growing file grows.
+        case .wait: return Int(CURL_READFUNC_PAUSE)
+        case .failed: return Int(CURL_READFUNC_ABORT)
+        }
     }
 
     fileprivate func reportUpload(_ sent: Int64) {

@@ -48,6 +48,9 @@ public final class HTTPTransport: Sendable {
     }
 
     private func sendWithRetries(_ request: HTTPRequest, sink: ResponseBodySink?) async throws -> HTTPResponse {
+        // A growing file's bytes cannot be read again from the start here.
+        var request = request
+        if request.body.isOfUnknownLength { request.isIdempotent = false }
         var budget = RetryBudget(policy: configuration.retry, jitter: random)
         while true {
             statistics.recordRequest(request.method)

@@ -42,15 +42,32 @@ public indirect enum RequestBody: Sendable {
     /// The concatenation of several bodies (a multipart upload: JSON part,
     /// file region, closing boundary).
     case concatenation([RequestBody])
+    /// A file still being written, from its start (`GrowingFile`): a body
+    /// of unknown length, sent once only.
+    case growing(GrowingFile)
 
+    /// The length, counting a growing file as empty (`isOfUnknownLength`).
     public var length: Int64 {
         switch self {
-        case .none: return 0
+        case .none, .growing: return 0
         case .bytes(let data): return Int64(data.count)
         case .file(_, _, let length): return length
         case .concatenation(let parts): return parts.reduce(0) { $0 + $1.length }
         }
     }
+
+    /// The growing file in the body, if there is one.
+    var growingFile: GrowingFile? {
+        switch self {
+        case .growing(let file): return file
+        case .concatenation(let parts): return parts.lazy.compactMap(\.growingFile).first
+        case .none, .bytes, .file: return nil
+        }
+    }
+
+    /// Whether the length is known only once the body ends (it holds a
+    /// growing file).
+    public var isOfUnknownLength: Bool { growingFile != nil }
 }
 
 /// Response headers, looked up case-insensitively.

@@ -148,7 +148,7 @@ import StorageKit
     }
 
     // Checks semantics.md#parallel-uploads
-    @Test("near the store, up to single-request-max: one request at close, written in order or not", arguments: [true, false])
+    @Test("near the store, up to single-request-max: one request, sent while the file is written in order, else at close", arguments: [true, false])
     func aNearStoreGetsOneRequest(inOrder: Bool) async throws {
         let cache = temporaryDirectory("parallel")
         defer { removeDirectory(cache) }
@@ -160,12 +160,46 @@ import StorageKit
         } else {
             content = try await writeOutOfOrder(h, "near.bin", content)
         }
-        #expect(h.store.requestCount(.putInOneRequest) == 1, "one request at close")
+        // In order, the request starts once the file holds the start (here
+        // the 256 KiB chunk, below oneRequestStreamStart) and ends at close.
+        #expect(h.store.requestCount(.oneRequestStream) == (inOrder ? 1 : 0), "one request while written")
+        #expect(h.store.requestCount(.putInOneRequest) == (inOrder ? 0 : 1), "one request at close")
         #expect(h.store.requestCount(.put) == 0)
         #expect(h.store.requestCount(.putRegion) == 0 && h.store.requestCount(.compose) == 0)
-        #expect(h.store.requestCount(.streamingStart) == 0, "nothing sent while it was written")
+        #expect(h.store.requestCount(.streamingStart) == 0, "no resumable session")
         #expect(h.store.data(of: "near.bin") == content)
         #expect(partNames(h.store).isEmpty)
+    }
+
+    // Checks semantics.md#parallel-uploads
+    @Test func aNearOneRequestThatFailsIsSentAgainWholeAtClose() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10, singleRequestMax: 1 << 20))
+        h.store.setRoundTrip(.microseconds(300))
+        h.store.failNext(1, with: .unavailable("connection reset"), operations: [.oneRequestStream])
+        let content = bytes(1 << 20, seed: 16)
+        try await writeInOrder(h, "near.bin", content, streams: false)
+        #expect(h.store.requestCount(.oneRequestStream) == 1)
+        #expect(h.store.requestCount(.putInOneRequest) == 1, "the whole file again, in one request")
+        #expect(h.store.data(of: "near.bin") == content)
+    }
+
+    // Checks semantics.md#parallel-uploads
+    @Test func aNearStoreThatCannotTakeAGrowingFileGetsOneRequestAtClose() async throws {
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        var capabilities = StoreCapabilities.full
+        capabilities.oneRequestStreams = false
+        let h = try Harness(
+            options: Self.options(cache, streamChunk: 256 << 10, singleRequestMax: 1 << 20), store: InMemoryObjectStore(capabilities: capabilities))
+        h.store.setRoundTrip(.microseconds(300))
+        let content = bytes(1 << 20, seed: 17)
+        try await writeInOrder(h, "near.bin", content, streams: false)
+        #expect(h.store.requestCount(.oneRequestStream) == 0)
+        #expect(h.store.requestCount(.putInOneRequest) == 1)
+        #expect(h.store.requestCount(.streamingStart) == 0 && h.store.requestCount(.putRegion) == 0, "nothing while written")
+        #expect(h.store.data(of: "near.bin") == content)
     }
 
     // Checks semantics.md#parallel-uploads
@@ -185,30 +219,41 @@ import StorageKit
     @Test func aNearStoreStreamsPartsOfALargerFileWrittenInOrderOncePastTheMax() async throws {
         let cache = temporaryDirectory("parallel")
         defer { removeDirectory(cache) }
-        // Parts of 256 KiB; the stream starts once the file passes 512 KiB,
-        // and its first send carries the two parts written by then.
+        // Parts of 256 KiB. One request follows the file from 256 KiB;
+        // once the file passes 512 KiB it is abandoned (it stores nothing)
+        // and parts stream, the first send carrying the two parts written
+        // by then.
         let h = try Harness(options: Self.options(cache, streamChunk: 256 << 10, singleRequestMax: 512 << 10))
         h.store.setRoundTrip(.microseconds(300))
         let content = bytes(1 << 20, seed: 19)
         try await writeInOrder(h, "near.bin", content, streams: true)
         #expect(h.store.requestCount(.putRegion) == 4 && h.store.requestCount(.compose) == 1)
         #expect(h.store.requestCount(.putInOneRequest) == 0 && h.store.requestCount(.put) == 0)
+        #expect(h.store.requestCount(.oneRequestStream) == 0, "the abandoned request stored nothing")
         #expect(h.store.data(of: "near.bin") == content)
         #expect(partNames(h.store).isEmpty)
     }
 
     @Test("where a file written in order starts to stream", arguments: [
-        (roundTrip: .microseconds(300), max: 1 << 30, start: (1 << 30) + 1),  // near: past what goes in one request
-        (roundTrip: .microseconds(300), max: 1 << 10, start: 256 << 10),  // never before the chunk
-        (roundTrip: .microseconds(300), max: 0, start: 256 << 10),  // off: as a far store
-        (roundTrip: .milliseconds(20), max: 1 << 30, start: 256 << 10),  // far
-        (roundTrip: nil, max: 1 << 30, start: 256 << 10),  // not measured: far
-    ] as [(roundTrip: Duration?, max: Int64, start: Int64)])
-    func streamStart(roundTrip: Duration?, max: Int64, start: Int64) {
-        let store = InMemoryObjectStore()
+        // Near: one request follows the file from 8 MiB (or the chunk, if smaller).
+        (roundTrip: .microseconds(300), max: 1 << 30, growing: true, chunk: 64 << 20, start: 8 << 20),
+        (roundTrip: .microseconds(300), max: 1 << 30, growing: true, chunk: 256 << 10, start: 256 << 10),
+        // Near, a store that cannot take a growing file: past what goes in one request.
+        (roundTrip: .microseconds(300), max: 1 << 30, growing: false, chunk: 256 << 10, start: (1 << 30) + 1),
+        (roundTrip: .microseconds(300), max: 1 << 10, growing: false, chunk: 256 << 10, start: 256 << 10),  // never before the chunk
+        (roundTrip: .microseconds(300), max: 0, growing: true, chunk: 256 << 10, start: 256 << 10),  // off: as a far store
+        (roundTrip: .milliseconds(20), max: 1 << 30, growing: true, chunk: 256 << 10, start: 256 << 10),  // far
+        (roundTrip: nil, max: 1 << 30, growing: true, chunk: 256 << 10, start: 256 << 10),  // not measured: far
+    ] as [(roundTrip: Duration?, max: Int64, growing: Bool, chunk: Int64, start: Int64)])
+    func streamStart(roundTrip: Duration?, max: Int64, growing: Bool, chunk: Int64, start: Int64) {
+        var capabilities = StoreCapabilities.full
+        capabilities.oneRequestStreams = growing
+        let store = InMemoryObjectStore(capabilities: capabilities)
         store.setRoundTrip(roundTrip)
         let uploads = ParallelUploads(store: store, options: Self.options("/nonexistent", singleRequestMax: max), logger: .init(label: "t"))
-        #expect(uploads.streamStart(chunk: 256 << 10) == start)
+        #expect(uploads.streamStart(chunk: chunk) == start)
+        // One request only near, up to the max, on a store that can.
+        #expect(uploads.streamsOneRequest(written: start) == (growing && max > 0 && start <= max && roundTrip.map { $0 < .milliseconds(10) } == true))
     }
 
     // Checks semantics.md#parallel-uploads

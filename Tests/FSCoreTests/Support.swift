@@ -59,6 +59,10 @@ extension ForwardingStore {
         try await inner.startStreamingPut(name, from: path, options: options)
     }
 
+    func startOneRequestStream(_ name: String, from path: String, options: PutOptions) async throws(StoreError) -> any StreamingPut {
+        try await inner.startOneRequestStream(name, from: path, options: options)
+    }
+
     func delete(_ name: String, ifGenerationMatch: Int64?) async throws(StoreError) {
         try await inner.delete(name, ifGenerationMatch: ifGenerationMatch)
     }

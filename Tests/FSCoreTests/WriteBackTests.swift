@@ -231,8 +231,32 @@ struct WriteBackTests {
             Row(.streamSent(ok: true), .done, .dirty),
             Row(.wrote((35 * Self.MiB)..<(40 * Self.MiB)), .actions([.sendStream(upTo: 40 * Self.MiB)]), .dirty),
         ], WriteBack(streamChunk: 8 * Self.MiB, streamStart: 32 * Self.MiB + 1, emptyAtStart: true))
-        // Never before the chunk, whatever the start says.
-        #expect(WriteBack(streamChunk: 8 * Self.MiB, streamStart: 1, emptyAtStart: true).streamStart == 8 * Self.MiB)
+        // No start given: the chunk; given, it may be below the chunk (one
+        // request near the store starts early and sends by its own step).
+        #expect(WriteBack(streamChunk: 8 * Self.MiB, emptyAtStart: true).streamStart == 8 * Self.MiB)
+        #expect(WriteBack(streamChunk: 8 * Self.MiB, streamStart: 1, emptyAtStart: true).streamStart == 1)
+    }
+
+    /// A stream of its own step (one request near the store: 1 MiB steps)
+    /// and limit: it sends by its step, not the chunk; a write past its
+    /// limit abandons it and starts another, whose first send catches up.
+    @Test func aStreamSendsByItsStepAndIsReplacedPastItsLimit() {
+        run([
+            Row(.attach(new: true), .accepted(true), .clean),
+            Row(.wrote(0..<(8 * Self.MiB + 5)), .actions([.writeJournal, .startStream]), .dirty),
+            Row(.streamStarted(granularity: 1, step: Self.MiB, limit: 16 * Self.MiB),
+                .streamStarted(kept: true, [.sendStream(upTo: 8 * Self.MiB)]), .dirty),
+            Row(.streamSent(ok: true), .done, .dirty),
+            // Not the 8 MiB chunk: the next whole MiB.
+            Row(.wrote((8 * Self.MiB + 5)..<(10 * Self.MiB + 7)), .actions([.sendStream(upTo: 10 * Self.MiB)]), .dirty),
+            Row(.streamSent(ok: true), .done, .dirty),
+            // Up to the limit: still this stream.
+            Row(.wrote((10 * Self.MiB + 7)..<(16 * Self.MiB)), .actions([.sendStream(upTo: 16 * Self.MiB)]), .dirty),
+            Row(.streamSent(ok: true), .done, .dirty),
+            // One byte past it: abandoned, another starts.
+            Row(.wrote((16 * Self.MiB)..<(16 * Self.MiB + 1)), .actions([.abandonStream, .startStream]), .dirty),
+            Row(.streamStarted(granularity: 8 * Self.MiB), .streamStarted(kept: true, [.sendStream(upTo: 16 * Self.MiB)]), .dirty),
+        ], WriteBack(streamChunk: 8 * Self.MiB, streamStart: 8 * Self.MiB, emptyAtStart: true))
     }
 
     /// An open stream: one send at a time, whole chunks in the session's

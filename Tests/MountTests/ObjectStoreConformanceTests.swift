@@ -80,6 +80,14 @@ import FSCoreTesting
             do { _ = try await store.putInOneRequest("f", from: staged, options: PutOptions(ifGenerationMatch: 0)) }
             catch StoreError.preconditionFailed { throw StoreError.preconditionFailed("") }
         }
+        // One request over a growing file: checked when it ends.
+        let growing = try await store.startOneRequestStream("f", from: staged, options: PutOptions(ifGenerationMatch: 0))
+        try await growing.send(upTo: 4)
+        await #expect(throws: StoreError.preconditionFailed("")) {
+            do { _ = try await growing.finish(size: 8) }
+            catch StoreError.preconditionFailed { throw StoreError.preconditionFailed("") }
+        }
+        #expect(try await store.stat("f").generation == created.generation, "the object is intact")
         let late = try await store.startStreamingPut("g", from: staged, options: PutOptions(ifGenerationMatch: 0))
         _ = try await store.put("g", from: nil, options: PutOptions())
         await #expect(throws: StoreError.preconditionFailed("")) {

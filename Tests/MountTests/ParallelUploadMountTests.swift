@@ -141,10 +141,47 @@ extension MountTests {
         }
 
         // Checks semantics.md#parallel-uploads
+        @Test("a file written in order to a store on this host: its one request starts while the file is written, chunked, and ends at close", .timeLimit(.minutes(3)))
+        func nearStoreSendsTheOneRequestWhileTheFileIsWritten() async throws {
+            let bucket = "mt-grow-\(UUID().uuidString.prefix(8).lowercased())"
+            // Our proxy records when each request arrived and whether its
+            // body was chunked; fake_gcs.py behind it stores the object.
+            let proxy = try await FaultProxy(upstream: try MountEnv.fake(), bucket: bucket)
+            defer { proxy.stop() }
+            let mount = try await Mount.start(endpoint: proxy.endpoint, bucket: bucket, prefix: "")
+            defer { mount.cleanup() }
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            let data = MountEnv.pattern(24 << 20, seed: 49)
+            try data.write(to: URL(fileURLWithPath: "\(scratch)/grown.bin"))
+            // All 24 MiB written, then the file stays open for a second
+            // before the close: the request must be under way by then.
+            let writer = """
+                import sys, time
+                data = open(sys.argv[1], 'rb').read()
+                f = open(sys.argv[2], 'wb', buffering=0)
+                f.write(data)
+                time.sleep(1)
+                print(time.time(), flush=True)
+                f.close()
+                """
+            let run = try await Tools.run(try MountEnv.variable("BUCKETFS_TEST_PYTHON"), ["-c", writer, "\(scratch)/grown.bin", mount.at("grown.bin")])
+            #expect(run.ok, "\(run.summary)\nlog:\n\(mount.logTail())")
+            let closing = try #require(Double(run.out.trimmingCharacters(in: .whitespacesAndNewlines)), "\(run.summary)")
+            try await ObjectChecks.expect(proxy.gcs, "grown.bin", holds: data, "the object holds the bytes written")
+            let uploads = try await proxy.requests().filter { $0.method == "POST" && $0.path.contains("/upload/storage/v1/b/\(bucket)/o") }
+            #expect(uploads.count == 1, "one request: \(uploads)")
+            let upload = try #require(uploads.first)
+            #expect(upload.parameter("uploadType") == "multipart" && upload.chunked, "a multipart body of unknown length: \(upload)")
+            #expect((upload.time ?? .infinity) < closing, "it started before the close: \(upload.time ?? 0) against \(closing)")
+            #expect((upload.done ?? 0) > closing, "and ended after it")
+        }
+
+        // Checks semantics.md#parallel-uploads
         @Test("cp of a file past single-request-max to a store on this host: a part per 8 MiB chunk once past it, one compose, the right bytes", .timeLimit(.minutes(3)))
         func nearStoreGetsPartsWhileTheFileIsWritten() async throws {
             let gcs = try await DirectGCS.fakeGCSServer(newBucket: "mt-stream-\(UUID().uuidString.prefix(8).lowercased())")
-            // Streams start past 16 MiB (single-request-max) with the parts
+            // Parts stream past 16 MiB (single-request-max) with the parts
             // written by then, in 8 MiB chunks: 40 MiB and 12,345 bytes make
             // five parts of 8 MiB and the tail. (Parts at close would be
             // five of 8 MiB and 2,469 bytes each.)
@@ -159,8 +196,12 @@ extension MountTests {
 
             let log = try FakeGCSServerLog.requests(bucket: gcs.bucket)
             let uploads = log.filter { $0.hasPrefix("POST /upload/storage/v1/b/\(gcs.bucket)/o?") }
-            #expect(uploads.count == 6 && uploads.allSatisfy { $0.contains("uploadType=multipart") && $0.contains("ifGenerationMatch=0") },
-                    "six parts, one request each: \(uploads.joined(separator: "\n"))")
+            // The one request that followed the file from 8 MiB was cut when
+            // it passed 16 MiB: the server answered it with an error and
+            // stored nothing (the listing above has model.bin alone).
+            #expect(uploads.count == 7 && uploads.allSatisfy { $0.contains("uploadType=multipart") && $0.contains("ifGenerationMatch=0") },
+                    "six parts and the cut request: \(uploads.joined(separator: "\n"))")
+            #expect(try FakeGCSServerLog.uploadsAnswered200(bucket: gcs.bucket) == 6, "six parts stored")
             #expect(log.filter { $0.hasPrefix("POST /storage/v1/b/\(gcs.bucket)/o/model.bin/compose") }.count == 1)
             #expect(log.filter { $0.hasPrefix("DELETE /storage/v1/b/\(gcs.bucket)/o/.bucketfs-parts%2F") }.count == 6)
         }

@@ -95,7 +95,9 @@ class State:
                     continue
                 if fault.get("path_contains", "") not in target:
                     continue
-                if length < int(fault.get("min_body_bytes", 0)):
+                # None: a chunked body, whose length shows only at its end;
+                # only uploads send one, so it counts as long enough.
+                if length is not None and length < int(fault.get("min_body_bytes", 0)):
                     continue
                 period = fault.get("period_seconds")
                 if period and (now - fault["since"]) % float(period) >= float(fault.get("burst_seconds", 0)):
@@ -136,6 +138,34 @@ class Handler(BaseHTTPRequestHandler):
     def _body_length(self):
         length = self.headers.get("Content-Length")
         return int(length) if length else 0
+
+    def _chunked(self):
+        return self.headers.get("Transfer-Encoding", "").lower() == "chunked"
+
+    def _read_chunked(self, limit=None):
+        """The body of a request sent with chunked transfer encoding (RFC 9112
+        section 7.1; Cloud Storage takes uploads of unknown length so, see
+        https://cloud.google.com/storage/docs/streaming-uploads), decoded;
+        with `limit`, only until that many bytes have arrived."""
+        chunks, total = [], 0
+        while limit is None or total < limit:
+            line = self.rfile.readline(65537)
+            if not line:
+                raise ConnectionError("end of stream in a chunked body")
+            size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                    pass
+                break
+            chunk = self._read_exactly(size)
+            chunks.append(chunk)
+            total += len(chunk)
+            self.rfile.readline(65537)
+        return b"".join(chunks)
+
+    def _read_body(self, length):
+        """`length` bytes of body, or the whole chunked one (length None)."""
+        return self._read_chunked() if length is None else self._read_exactly(length)
 
     def _read_exactly(self, n):
         chunks, left = [], n
@@ -241,10 +271,11 @@ class Handler(BaseHTTPRequestHandler):
                 status, obj = 400, {"error": "bad control request: %s" % e}
             self._answer(status, [("Content-Type", "application/json")], json.dumps(obj).encode())
             return
-        length = self._body_length()
+        length = None if self._chunked() else self._body_length()
         fault = STATE.take_fault(self.command, target, length)
         action = fault["action"] if fault else None
         record = {"method": self.command, "path": path, "query": query, "range": self.headers.get("Range"),
+                  "chunked": length is None,
                   "time": time.time(), "done": None, "fault": action}
         with STATE.lock:
             STATE.requests.append(record)
@@ -256,15 +287,19 @@ class Handler(BaseHTTPRequestHandler):
 
     def _serve(self, length, fault, action):
         if action == "cut_request_after_bytes":
+            cut = int(fault["cut_request_after_bytes"])
             try:
-                self._read_exactly(min(length, int(fault["cut_request_after_bytes"])))
+                if length is None:
+                    self._read_chunked(limit=cut)
+                else:
+                    self._read_exactly(min(length, cut))
             except ConnectionError:
                 pass
             self._abort()
             return
         try:
-            body = self._read_exactly(length)
-        except ConnectionError:
+            body = self._read_body(length)
+        except (ConnectionError, ValueError):
             self._abort()
             return
         forward = action not in ("status", "drop") or fault.get("apply")

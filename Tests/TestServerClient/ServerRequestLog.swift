@@ -47,6 +47,9 @@ public struct LoggedRequest: Sendable, CustomStringConvertible {
     public var time: Double?
     public var done: Double?
     public var fault: String?
+    /// fault_proxy.py only: the body came with chunked transfer encoding
+    /// (its length unknown when the request started).
+    public var chunked = false
 
     public init(
         method: String, path: String, query: String, byteRange: String? = nil, authorization: String? = nil,
@@ -70,6 +73,7 @@ public struct LoggedRequest: Sendable, CustomStringConvertible {
             byteRange: json["range"] as? String, authorization: json["authorization"] as? String,
             userProject: json["userProject"] as? String, time: json["time"] as? Double, done: json["done"] as? Double,
             fault: json["fault"] as? String)
+        chunked = json["chunked"] as? Bool ?? false
     }
 
     public var decodedPath: String { path.removingPercentEncoding ?? path }

@@ -70,7 +70,8 @@ extension WriteBackStore {
                 switch action {
                 case .startStream:
                     let options = Self.uploadOptions(state)
-                    let task = Task { await self.startStream(staged, inode: inode, options: options) }
+                    let written = state.writeBack.sequentialEnd ?? 0
+                    let task = Task { await self.startStream(staged, inode: inode, options: options, written: written) }
                     _ = state.writeBack.handle(.launched(.streamStart(task)))
                 case .sendStream(let end):
                     guard let session = state.writeBack.streamSession else { continue }

@@ -29,10 +29,12 @@ import Transport
 /// and the compose; a file written otherwise goes up in parts at close. A
 /// store measured nearer than `MountOptions.parallelUploadMinRoundTrip`
 /// (`isNear`: this host, the LAN) gets a file of up to
-/// `MountOptions.singleRequestMax` in one request at close (`route`), and
-/// nothing while it is written (`streamStart`): there one connection is as
-/// fast as the machine, and parts and a compose only add requests and a
-/// second read.
+/// `MountOptions.singleRequestMax` in one request: there one connection
+/// is as fast as the machine, and parts and a compose only add requests
+/// and a second read. A file written in order sends that request while it
+/// is written (`streamStart`, `streamsOneRequest`: a body that follows the
+/// file, `ObjectStore.startOneRequestStream`), so the close waits only for
+/// its end; any other goes at close (`route`).
 ///
 /// The mount turns it off by itself where it cannot work: a store without
 /// compose (Firebase's v0 API), a bucket with a retention policy (its
@@ -106,12 +108,32 @@ final class ParallelUploads: Sendable {
     }
 
     /// Bytes a file written in order holds before its upload streams
-    /// (`WriteBack.streamStart`): the chunk, or near the store, more than
-    /// goes in one request (`route`), so a file that will go up in one
-    /// request at close sends nothing before.
+    /// (`WriteBack.streamStart`): the chunk; near the store, where a file
+    /// of up to `singleRequestMax` goes up in one request, that request
+    /// starts at `oneRequestStreamStart` and follows the file as it is
+    /// written (`streamsOneRequest`), or, with a store that cannot take a
+    /// body of unknown length, nothing streams below `singleRequestMax`.
     func streamStart(chunk: Int64) -> Int64 {
         guard singleRequestMax > 0, Self.isNear(roundTrip: store.roundTrip, minRoundTrip: minRoundTrip) else { return chunk }
-        return max(chunk, singleRequestMax + 1)
+        guard store.capabilities.oneRequestStreams else { return max(chunk, singleRequestMax + 1) }
+        return min(chunk, Self.oneRequestStreamStart)
+    }
+
+    /// Bytes a file written in order holds before a near store's one
+    /// request starts while it is written: a smaller file is written in
+    /// milliseconds, and goes up at close with its length known.
+    static let oneRequestStreamStart: Int64 = 8 << 20
+    /// Bytes between the sends of that request, which only let it read
+    /// further: the request never idles long while bytes are on disk,
+    /// and a writer of 1 MiB per `oneRequestStreamWait` keeps it alive.
+    static let oneRequestStreamStep: Int64 = 1 << 20
+
+    /// Whether a file written in order, `written` bytes long when its
+    /// stream starts, streams as one request (`ObjectStore.startOneRequestStream`):
+    /// the store is near and can, and the file is not past `singleRequestMax`.
+    func streamsOneRequest(written: Int64) -> Bool {
+        guard singleRequestMax > 0, written <= singleRequestMax, store.capabilities.oneRequestStreams else { return false }
+        return Self.isNear(roundTrip: store.roundTrip, minRoundTrip: minRoundTrip)
     }
 
     /// Whether a store whose round trip measured `roundTrip` (nil: not
@@ -147,7 +169,7 @@ final class ParallelUploads: Sendable {
             return !s.toldNear
         }
         if firstTime {
-            logger.info("the store is near: files up to single-request-max go up in one request at close, none in parts at close", metadata: [
+            logger.info("the store is near: files up to single-request-max go up in one request (sent while they are written, if written in order), none in parts", metadata: [
                 "round trip": "\(Self.milliseconds(roundTrip))", "parallel-upload-min-rtt": "\(Self.milliseconds(minRoundTrip))",
                 "single-request-max": "\(singleRequestMax)",
             ])

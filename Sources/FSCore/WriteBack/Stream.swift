@@ -62,11 +62,21 @@ extension WriteBackStore {
         return result
     }
 
-    func startStream(_ staged: StagedFile, inode: UInt64?, options: PutOptions) async {
+    /// Starts the stream of a file written in order that holds `written`
+    /// bytes: near the store and up to `singleRequestMax`, one request
+    /// that follows the file (bounded by that size: past it the machine
+    /// starts another); else parts, or else one resumable session.
+    func startStream(_ staged: StagedFile, inode: UInt64?, options: PutOptions, written: Int64) async {
         var put: (any StreamingPut)?
+        var step: Int64?
+        var limit: Int64?
         if let inode, let path = path(of: inode) {
             do {
-                if await parallelUploads.streamsParts(chunk: self.options.streamChunkSize) {
+                if parallelUploads.streamsOneRequest(written: written) {
+                    put = try await store.startOneRequestStream(objectName(path), from: staged.file.path, options: options)
+                    step = ParallelUploads.oneRequestStreamStep
+                    limit = parallelUploads.singleRequestMax
+                } else if await parallelUploads.streamsParts(chunk: self.options.streamChunkSize) {
                     put = try await PartsStream.start(
                         objectName(path), from: staged.file.path, options: options, uploads: parallelUploads,
                         partSize: self.options.streamChunkSize)
@@ -80,7 +90,7 @@ extension WriteBackStore {
         let stream = put.map { UploadStream(put: $0, sentMetadata: options.customMetadata) }
         // Kept, the session is the machine's (the first send goes on it);
         // if not, it is abandoned here.
-        let answer = handle(.streamStarted(granularity: put?.granularity, session: stream), of: staged)
+        let answer = handle(.streamStarted(granularity: put?.granularity, step: step, limit: limit, session: stream), of: staged)
         if answer != .accepted(true), let put { await put.abandon() }
     }
 

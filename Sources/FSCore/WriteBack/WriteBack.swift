@@ -89,6 +89,11 @@ struct WriteBack: Sendable, Hashable {
     struct OpenStream: Sendable, Hashable {
         var requested: Int64
         var granularity: Int64
+        /// Bytes between sends (a multiple of nothing: `advanceStream`
+        /// rounds down to `granularity`).
+        var step: Int64
+        /// The most bytes the session may carry (nil: any number).
+        var limit: Int64?
         var sending = false
         var failed = false
         /// The session (nil only in table tests, which need none).
@@ -152,8 +157,10 @@ struct WriteBack: Sendable, Hashable {
         /// The file's name changed (a rename of it).
         case renamed
         /// The stream's start request ended: a session of this
-        /// granularity, or nil if none could be started.
-        case streamStarted(granularity: Int64?, session: UploadStream? = nil)
+        /// granularity, or nil if none could be started; `step`: bytes
+        /// between its sends (nil: `streamChunk`); `limit`: the most it
+        /// may carry (nil: no bound), past which another stream starts.
+        case streamStarted(granularity: Int64?, step: Int64? = nil, limit: Int64? = nil, session: UploadStream? = nil)
         case streamSent(ok: Bool)
         /// The executor made the Task of an effect (an upload it was told
         /// to start, the stream's start or a send).
@@ -247,8 +254,8 @@ struct WriteBack: Sendable, Hashable {
             relink()
             return Effects()
         case .renamed: return Effects(actions: renamed())
-        case .streamStarted(let granularity, let session):
-            let (kept, actions) = streamStarted(granularity: granularity, session: session)
+        case .streamStarted(let granularity, let step, let limit, let session):
+            let (kept, actions) = streamStarted(granularity: granularity, step: step, limit: limit, session: session)
             return Effects(actions: actions, answer: .accepted(kept))
         case .streamSent(let ok):
             streamSent(ok: ok)
@@ -297,12 +304,12 @@ struct WriteBack: Sendable, Hashable {
         case take(sendFailed: Bool)
     }
 
-    /// Bytes a stream sends at a time.
+    /// Bytes a stream sends at a time, unless it has a step of its own.
     let streamChunk: Int64
-    /// Bytes the file holds before its stream starts (at least
-    /// `streamChunk`; more near the store, where a file goes up in one
-    /// request at close up to a size: `ParallelUploads.streamStart`). The
-    /// first send then carries everything written so far.
+    /// Bytes the file holds before its stream starts (`streamChunk`, or
+    /// what `ParallelUploads.streamStart` says: less near the store, where
+    /// one request follows the file). The first send then carries
+    /// everything written so far.
     let streamStart: Int64
     /// Every change bumps it; the file is dirty while it differs from
     /// `uploadedVersion`.
@@ -328,7 +335,7 @@ struct WriteBack: Sendable, Hashable {
     /// `streamStart` nil: at `streamChunk`.
     init(streamChunk: Int64, streamStart: Int64? = nil, emptyAtStart: Bool) {
         self.streamChunk = max(1, streamChunk)
-        self.streamStart = max(self.streamChunk, streamStart ?? 0)
+        self.streamStart = max(1, streamStart ?? self.streamChunk)
         sequentialEnd = emptyAtStart ? 0 : nil
     }
 
@@ -498,7 +505,14 @@ struct WriteBack: Sendable, Hashable {
         case .starting:
             return []
         case .open(var open):
-            let target = end / streamChunk * streamChunk / open.granularity * open.granularity
+            if let limit = open.limit, end > limit {
+                // The session cannot carry the file any more (one request
+                // near the store, past `singleRequestMax`): another kind
+                // starts, and its first send catches up.
+                stream = .starting(current: true, task: nil)
+                return [.abandonStream, .startStream]
+            }
+            let target = end / open.step * open.step / open.granularity * open.granularity
             guard !open.sending, !open.failed, target > open.requested else { return [] }
             open.requested = target
             open.sending = true
@@ -523,11 +537,14 @@ struct WriteBack: Sendable, Hashable {
     /// nil if it could not be started. `kept`: the session is the file's
     /// stream now; if not (the content moved away from it meanwhile, or a
     /// close uploaded it), the caller abandons it.
-    private mutating func streamStarted(granularity: Int64?, session: UploadStream?) -> (kept: Bool, actions: [Action]) {
+    private mutating func streamStarted(
+        granularity: Int64?, step: Int64?, limit: Int64?, session: UploadStream?
+    ) -> (kept: Bool, actions: [Action]) {
         guard case .starting(let current, _) = stream else { return (false, []) }
         stream = .none
         guard let granularity, current, sequentialEnd != nil, dirty, name == .live else { return (false, []) }
-        stream = .open(OpenStream(requested: 0, granularity: max(1, granularity), session: session))
+        stream = .open(OpenStream(
+            requested: 0, granularity: max(1, granularity), step: max(1, step ?? streamChunk), limit: limit, session: session))
         return (true, advanceStream())
     }
 

@@ -21,6 +21,8 @@ DURABLE="$REPO/scripts/bench/until_durable.py"
 bench_group write
 bench_row wbig "write a 256 MiB file, until durable (MiB/s)"
 bench_row wbig_resumable "the same file as a resumable upload in 64 MiB chunks, the protocol of a streamed write (MiB/s, curl column)"
+bench_row wbig_floor "the same cp on an in-memory C FUSE filesystem (MiB/s; the FUSE write path's floor, curl column)"
+bench_row wbig_overlap "that cp and curl's media POST side by side, until both end (MiB/s; the most a mount that uploads while the file is written reaches on these cores, curl column)"
 bench_row wsmall "300 files of 4 KiB into a new dir, until durable (files/s)"
 bench_row wsmall_http "HTTP requests per small file (of the 300)"
 bench_row wsmall_fuse "FUSE requests per small file (bash \`printf > f\`)"
@@ -139,27 +141,70 @@ curl_rmtree() {
 
 cat_file() { cat "$1"; }
 
-# The small-file loop on scripts/bench/null_fuse.c (built here with cc): a
-# libfuse3 low-level filesystem that keeps names in memory and does no work,
-# mounted with the loop bucketfs uses. What the kernel's FUSE path costs
-# per file before a filesystem does anything.
-null_fuse_small() {
-    local bin="$WORK/null_fuse" mp="$WORK/mnt-null" pid t0 t1
+# scripts/bench/null_fuse.c (built here with cc): a libfuse3 low-level
+# filesystem that keeps names and sizes in memory and does no work,
+# mounted with the loop bucketfs uses: what the kernel's FUSE path costs
+# before a filesystem does anything. null_fuse_mount sets NULL_MP and
+# NULL_PID; null_fuse_unmount ends it.
+null_fuse_mount() {
+    local bin="$WORK/null_fuse"
+    NULL_MP="$WORK/mnt-null"
     [[ -x "$bin" ]] || cc -O2 -o "$bin" "$REPO/scripts/bench/null_fuse.c" $(pkg-config --cflags --libs fuse3)
-    mkdir -p "$mp"
-    "$bin" "$mp" &
-    pid=$!
-    PIDS+=("$pid")
-    MOUNTS+=("$mp")
-    for _ in $(seq 1 100); do is_mounted "$mp" && break; sleep 0.05; done
-    is_mounted "$mp" || { echo "null_fuse_small: no mount" >&2; return 1; }
-    mkdir "$mp/small"
+    mkdir -p "$NULL_MP"
+    "$bin" "$NULL_MP" &
+    NULL_PID=$!
+    PIDS+=("$NULL_PID")
+    MOUNTS+=("$NULL_MP")
+    for _ in $(seq 1 100); do is_mounted "$NULL_MP" && break; sleep 0.05; done
+    is_mounted "$NULL_MP" || { echo "null_fuse_mount: no mount" >&2; return 1; }
+}
+
+null_fuse_unmount() {
+    fusermount3 -u "$NULL_MP" || fusermount3 -uz "$NULL_MP"
+    wait_gone "$NULL_PID" 10 || stop_pid "$NULL_PID"
+}
+
+# The small-file loop on the null filesystem.
+null_fuse_small() {
+    local t0 t1
+    null_fuse_mount || return 1
+    mkdir "$NULL_MP/small"
     t0=$(now)
-    write_small_files "$mp/small" "$SMALL_COUNT"
+    write_small_files "$NULL_MP/small" "$SMALL_COUNT"
     t1=$(now)
-    fusermount3 -u "$mp" || fusermount3 -uz "$mp"
-    wait_gone "$pid" 10 || stop_pid "$pid"
+    null_fuse_unmount
     cell_small "$(diff_s "$t0" "$t1")"
+}
+
+# The 256 MiB cp on the null filesystem.
+null_fuse_big() {
+    local t0 t1
+    null_fuse_mount || return 1
+    t0=$(now)
+    cp "$WORK/big.bin" "$NULL_MP/big-${MEDIAN_ROUND:-1}.bin" || { null_fuse_unmount; return 1; }
+    t1=$(now)
+    null_fuse_unmount
+    cell_big "$(diff_s "$t0" "$t1")"
+}
+
+# That cp and curl's media POST of the same file started together, timed
+# until both ended: the FUSE write path and the server's receiving share
+# this machine's cores, so a mount whose close returns once the object is
+# durable ends no sooner, however it overlaps the two.
+overlap_big() {
+    local name="$WBIG_NAME_PREFIX-overlap-$RTT-${MEDIAN_ROUND:-1}.bin" t0 t1 cp_pid ok=0
+    null_fuse_mount || return 1
+    t0=$(now)
+    cp "$WORK/big.bin" "$NULL_MP/big.bin" &
+    cp_pid=$!
+    curl -sS --fail -X POST -T "$WORK/big.bin" -H 'Expect:' -H 'Content-Type: application/octet-stream' \
+        -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name=$(urlenc "$name")" || ok=1
+    wait "$cp_pid" || ok=1
+    t1=$(now)
+    null_fuse_unmount
+    api_delete_one "$name"
+    [[ "$ok" == 0 ]] || { echo "overlap_big: cp or curl failed" >&2; return 1; }
+    cell_big "$(diff_s "$t0" "$t1")"
 }
 
 # 1 / (seconds per file on the null filesystem + seconds per curl upload):
@@ -178,6 +223,8 @@ WBIG_ROUNDS="${BENCH_WRITE_ROUNDS:-3}"
 write_curl() {
     measure wbig curl median_of "$WBIG_ROUNDS" curl_wbig
     measure wbig_resumable curl curl_wbig_resumable
+    measure wbig_floor curl median_of "$WBIG_ROUNDS" null_fuse_big
+    measure wbig_overlap curl median_of "$WBIG_ROUNDS" overlap_big
     measure wsmall curl curl_wsmall
     measure wsmall_http curl cat_file "$WORK/wsmall_http.curl"
     measure wsmall_floor curl null_fuse_small

@@ -97,6 +97,27 @@ extension MountTests {
             #expect(!requests.contains { $0.query.contains("uploadType=resumable") }, "no session: \(requests.map(\.query))")
         }
 
+        // Checks semantics.md#parallel-uploads
+        @Test("the one request that followed a file as it was written stores the object but its answer is lost: taken as ours, not sent again, no ESTALE", .timeLimit(.minutes(3)))
+        func streamedOneRequestLostAnswer() async throws {
+            let proxy = try await FaultProxy()
+            defer { proxy.stop() }
+            let prefix = MountEnv.uniquePrefix("streamlost")
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            let data = MountEnv.pattern(12 << 20, seed: 1205)
+            try data.write(to: URL(fileURLWithPath: scratch + "/one.bin"))
+            let mount = try await Mount.start(endpoint: proxy.endpoint, prefix: prefix)
+            defer { mount.cleanup() }
+            // The server stores the object, the answer is a 503.
+            try await proxy.fault([["method": "POST", "path_contains": "uploadType=multipart", "status": 503, "apply": true, "count": 1]])
+            let cp = try await Tools.run("/bin/cp", [scratch + "/one.bin", mount.at("one.bin")])
+            #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(proxy.gcs, "\(prefix)/one.bin", holds: data)
+            let uploads = try await proxy.requests().filter { $0.method == "POST" && $0.path.contains("/upload/") }
+            #expect(uploads.count == 1 && uploads.first?.chunked == true, "the streamed request only: \(uploads)")
+        }
+
         // Checks semantics.md#net-close-retries
         @Test("an upload outage of 16 s (longer than the old ~13 s budget) costs time, not an error, with the default settings", .timeLimit(.minutes(3)))
         func outageLongerThanTheOldBudget() async throws {

@@ -124,8 +124,9 @@ final class ParallelUploads: Sendable {
     /// milliseconds, and goes up at close with its length known.
     static let oneRequestStreamStart: Int64 = 8 << 20
     /// Bytes between the sends of that request, which only let it read
-    /// further: the request never idles long while bytes are on disk,
-    /// and a writer of 1 MiB per `oneRequestStreamWait` keeps it alive.
+    /// further: the request never idles long while bytes are on disk, and
+    /// a writer of 1 MiB per 10 s (the request's wait for the file's next
+    /// bytes, `OneRequestStream`) keeps it going.
     static let oneRequestStreamStep: Int64 = 1 << 20
 
     /// Whether a file written in order, `written` bytes long when its

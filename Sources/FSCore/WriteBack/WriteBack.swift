@@ -89,8 +89,7 @@ struct WriteBack: Sendable, Hashable {
     struct OpenStream: Sendable, Hashable {
         var requested: Int64
         var granularity: Int64
-        /// Bytes between sends (a multiple of nothing: `advanceStream`
-        /// rounds down to `granularity`).
+        /// Bytes between sends (each end rounded down to `granularity`).
         var step: Int64
         /// The most bytes the session may carry (nil: any number).
         var limit: Int64?

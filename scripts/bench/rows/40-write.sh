@@ -21,6 +21,7 @@ DURABLE="$REPO/scripts/bench/until_durable.py"
 bench_group write
 bench_row wbig "write a 256 MiB file, until durable (MiB/s)"
 bench_row wbig_resumable "the same file as a resumable upload in 64 MiB chunks, the protocol of a streamed write (MiB/s, curl column)"
+bench_row wbig_multipart "the same file as one multipart POST with its metadata, chunked, the protocol of bucketfs's one request (MiB/s, curl column)"
 bench_row wbig_floor "the same cp on an in-memory C FUSE filesystem (MiB/s; the FUSE write path's floor, curl column)"
 bench_row wbig_overlap "that cp and curl's media POST side by side, until both end (MiB/s; the most a mount that uploads while the file is written reaches on these cores, curl column)"
 bench_row wsmall "300 files of 4 KiB into a new dir, until durable (files/s)"
@@ -109,6 +110,29 @@ curl_wbig_resumable() {
     fi
     r="$(durable object "$name" "$WORK/big.bin" --wait -- \
         "$REPO/scripts/bench/resumable_put.sh" "$BASE" "$BUCKET" "$name" "$WORK/big.bin" "$chunks")"
+    api_delete_one "$name"
+    cell_big "$r"
+}
+
+# the same bytes as one multipart/related POST whose first part is the
+# object's resource (name, content type, a custom metadata key), sent with
+# chunked transfer encoding: what bucketfs's one request near the store
+# sends (StorageKit's OneRequestStream). The body file is built untimed.
+curl_wbig_multipart() {
+    local name="$WBIG_NAME_PREFIX-curl-multipart-$RTT-${MEDIAN_ROUND:-1}.bin" body="$WORK/big.multipart" r
+    local boundary="bench-boundary-7f3a9c"
+    {
+        printf -- '--%s\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n' "$boundary"
+        printf '{"contentType":"application/octet-stream","metadata":{"goog-reserved-file-mtime":"1795870000"},"name":"%s"}' "$name"
+        printf -- '\r\n--%s\r\nContent-Type: application/octet-stream\r\n\r\n' "$boundary"
+        cat "$WORK/big.bin"
+        printf -- '\r\n--%s--\r\n' "$boundary"
+    } >"$body"
+    r="$(durable object "$name" "$WORK/big.bin" --wait -- \
+        curl -sS --fail -X POST -T "$body" -H 'Expect:' -H 'Transfer-Encoding: chunked' \
+        -H "Content-Type: multipart/related; boundary=$boundary" \
+        -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=multipart&ifGenerationMatch=0")"
+    rm -f "$body"
     api_delete_one "$name"
     cell_big "$r"
 }
@@ -220,10 +244,31 @@ small_ceiling() {
 # name's upload, deleted after): single rounds moved by half between runs.
 WBIG_ROUNDS="${BENCH_WRITE_ROUNDS:-3}"
 
+# Two untimed media uploads of the 256 MiB file (deleted after), before
+# each column's rounds: fake-gcs-server takes the first uploads after it
+# has been idle at a third of its pace (a fresh server's six uploads in a
+# row: 2.2, 1.2, 0.64, 0.65, 0.66, 0.56 s; the same with GOGC=400 or with
+# no collection up to 4 GiB: the first ones are slow too, so it is the
+# memory it gets from the system, not its collector), and the write
+# group's other rows leave it idle long enough to give that memory back.
+# Without this a column's rounds measured where in that cycle it came.
+warm_server() {
+    local i name
+    for i in 1 2; do
+        name="$WBIG_NAME_PREFIX-warm-$RTT-$i.bin"
+        curl -sS --fail -X POST -T "$WORK/big.bin" -H 'Expect:' -H 'Content-Type: application/octet-stream' \
+            -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name=$(urlenc "$name")" || return 1
+        api_delete_one "$name" || return 1
+    done
+}
+
 write_curl() {
+    warm_server >&2 || echo "warm_server failed" >&2
     measure wbig curl median_of "$WBIG_ROUNDS" curl_wbig
+    measure wbig_multipart curl median_of "$WBIG_ROUNDS" curl_wbig_multipart
     measure wbig_resumable curl curl_wbig_resumable
     measure wbig_floor curl median_of "$WBIG_ROUNDS" null_fuse_big
+    warm_server >&2 || echo "warm_server failed" >&2
     measure wbig_overlap curl median_of "$WBIG_ROUNDS" overlap_big
     measure wsmall curl curl_wsmall
     measure wsmall_http curl cat_file "$WORK/wsmall_http.curl"
@@ -241,7 +286,10 @@ fs_wbig() { # MP: cp of the 256 MiB file into the mount's root
     cell_big "$r"
 }
 
-fs_wbig_median() { median_of "$WBIG_ROUNDS" fs_wbig "$1"; }
+fs_wbig_median() {
+    warm_server >&2 || echo "warm_server failed" >&2
+    median_of "$WBIG_ROUNDS" fs_wbig "$1"
+}
 
 # writes COUNT files of the 4 KiB text into DIR from one bash process with
 # builtins only (printf of a variable into each file, no fork per file)
@@ -338,8 +386,11 @@ write_notes() {
     echo "Writes (a mount of their own; rclone with ${BENCH_RCLONE_WRITE_FLAGS:---vfs-cache-mode writes}): \"until durable\" runs"
     echo "from the start of the command until the JSON API shows every object with its full size (polled every"
     echo "50-100 ms while not; bucketfs uploads before close returns, rclone after, by its --vfs-write-back delay,"
-    echo "default 5 s), MD5 checked afterwards; 256 MiB (the median of $WBIG_ROUNDS rounds, BENCH_WRITE_ROUNDS, in one mount):"
-    echo "cp into the mount, curl one uploadType=media POST with -T;"
+    echo "default 5 s), MD5 checked afterwards; 256 MiB (the median of $WBIG_ROUNDS rounds, BENCH_WRITE_ROUNDS, in one mount,"
+    echo "after two untimed uploads that warm the server): cp into the mount, curl one uploadType=media POST with -T;"
+    echo "multipart: the same bytes behind the object's resource in one uploadType=multipart POST, chunked, as bucketfs's"
+    echo "one request near the store; floor: the cp on scripts/bench/null_fuse.c; side by side: that cp and curl's media"
+    echo "POST started together, until both end;"
     echo "300 files: one bash process writing each file with the builtin printf (no fork per file) into a directory"
     echo "made just before, curl 300 media uploads from one process (--config, \`next\`); requests per file: what the"
     echo "emulator received during the timed command, besides the durability checks; FUSE requests per file: libfuse's"

@@ -47,16 +47,25 @@ extension MountTests {
             let parts = ranges.filter { $0.count == 8 << 20 && $0.lowerBound % (8 << 20) == 0 }
             #expect(parts.count >= 3, "8 MiB parts once the first block has shown the link: \(ranges)")
             #expect(gets.allSatisfy { $0.query.contains("generation=\(generation)") }, "every part names the generation: \(gets.map(\.query))")
-            // The stream's requests tile the file; the kernel's own reads
-            // that overtake the stream may fetch a block directly (1 MiB).
-            let stream = ranges.filter { $0.count > 1 << 20 }
+            // The requests tile the file: each starts where the ones before
+            // it end. The stream's first refills may be single blocks (a
+            // loaded CI machine saw 0, 1 and 2 MiB fetched a block at a
+            // time before the first part), and a read of the kernel's that
+            // overtakes the stream may fetch a block the stream fetches
+            // too (1 MiB): a few such overlaps, never a gap.
             var end = 0
-            for range in stream {
-                #expect(range.lowerBound == end, "the stream's requests tile the file: \(ranges)")
-                end = range.upperBound
+            var overlaps = 0
+            for range in ranges {
+                if range.lowerBound < end {
+                    overlaps += 1
+                    #expect(range.count <= 1 << 20, "only a block read directly overlaps the stream: \(ranges)")
+                } else {
+                    #expect(range.lowerBound == end, "the requests tile the file: \(ranges)")
+                }
+                end = max(end, range.upperBound)
             }
             #expect(end == data.count)
-            #expect(ranges.count - stream.count <= 3, "few direct reads: \(ranges)")
+            #expect(overlaps <= 3, "few direct reads: \(ranges)")
             // Side by side: the most downloads in flight at one moment.
             let spans = gets.map { ($0.time ?? 0, $0.done ?? .infinity) }
             let overlap = spans.map { span in spans.filter { $0.0 <= span.0 && $0.1 > span.0 }.count }.max() ?? 0

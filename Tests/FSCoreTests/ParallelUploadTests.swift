@@ -186,6 +186,34 @@ import StorageKit
     }
 
     // Checks semantics.md#parallel-uploads
+    @Test func atMostFourOneRequestStreamsAreOpenAndEachGivesItsPlaceBackOnce() async throws {
+        let store = InMemoryObjectStore()
+        let uploads = ParallelUploads(store: store, options: Self.options("/nonexistent"), logger: .init(label: "t"))
+        let places = (0..<ParallelUploads.maxOneRequestStreams).compactMap { _ in uploads.reserveOneRequestStream() }
+        #expect(places.count == 4 && uploads.openOneRequestStreams == 4)
+        #expect(uploads.reserveOneRequestStream() == nil, "a fifth file goes up at close")
+        // A stream gives its place back when it finishes or is abandoned,
+        // once, whichever comes (an abandon after a failed finish too).
+        let cache = temporaryDirectory("parallel")
+        defer { removeDirectory(cache) }
+        let path = cache + "/f"
+        try Data("four".utf8).write(to: URL(fileURLWithPath: path))
+        let finished = PlacedStreamingPut(
+            inner: try await store.startOneRequestStream("f", from: path, options: PutOptions()), place: places[0])
+        _ = try await finished.finish(size: 4)
+        await finished.abandon()
+        #expect(uploads.openOneRequestStreams == 3)
+        let abandoned = PlacedStreamingPut(
+            inner: try await store.startOneRequestStream("g", from: path, options: PutOptions()), place: places[1])
+        await abandoned.abandon()
+        await abandoned.abandon()
+        #expect(uploads.openOneRequestStreams == 2)
+        places[2].release()
+        #expect(uploads.openOneRequestStreams == 1)
+        #expect(uploads.reserveOneRequestStream() != nil)
+    }
+
+    // Checks semantics.md#parallel-uploads
     @Test func aNearStoreThatCannotTakeAGrowingFileGetsOneRequestAtClose() async throws {
         let cache = temporaryDirectory("parallel")
         defer { removeDirectory(cache) }

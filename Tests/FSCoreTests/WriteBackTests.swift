@@ -212,9 +212,12 @@ struct WriteBackTests {
              Row(.streamStarted(granularity: 1), .streamStarted(kept: false, []), .dirty)])
         run([toChunk, Row(.unlink, .unlinked(uploadInFlight: false, []), .unlinked),
              Row(.streamStarted(granularity: 1), .streamStarted(kept: false, []), .unlinked)])
-        // A start that failed leaves no stream; the next chunk tries again.
+        // A start that gave no stream (it failed, or every place is taken)
+        // leaves none; the writes of the next chunk do not ask again, the
+        // end of it does.
         run([toChunk, Row(.streamStarted(granularity: nil), .streamStarted(kept: false, []), .dirty),
-             Row(.wrote((8 * Self.MiB)..<(16 * Self.MiB)), .actions([.startStream]), .dirty)])
+             Row(.wrote((8 * Self.MiB)..<(12 * Self.MiB)), .actions([]), .dirty),
+             Row(.wrote((12 * Self.MiB)..<(16 * Self.MiB)), .actions([.startStream]), .dirty)])
     }
 
     /// Near the store a file goes up in one request at close up to a size

@@ -178,6 +178,40 @@ extension MountTests {
         }
 
         // Checks semantics.md#parallel-uploads
+        @Test("six files written in order at once to a store on this host: four requests follow their files, two go at close, every object right", .timeLimit(.minutes(3)))
+        func atMostFourRequestsFollowFilesAtOnce() async throws {
+            let bucket = "mt-four-\(UUID().uuidString.prefix(8).lowercased())"
+            let proxy = try await FaultProxy(upstream: try MountEnv.fake(), bucket: bucket)
+            defer { proxy.stop() }
+            let mount = try await Mount.start(endpoint: proxy.endpoint, bucket: bucket, prefix: "")
+            defer { mount.cleanup() }
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            let files = (0..<6).map { MountEnv.pattern(12 << 20, seed: 60 + UInt64($0)) }
+            for (i, data) in files.enumerated() { try data.write(to: URL(fileURLWithPath: "\(scratch)/f\(i).bin")) }
+            // Six threads each write 12 MiB and keep the file open for 2 s:
+            // every file passes 8 MiB while the others' requests are open.
+            let writer = """
+                import sys, threading, time
+                src, dst = sys.argv[1], sys.argv[2]
+                def write(i):
+                    data = open(f"{src}/f{i}.bin", "rb").read()
+                    with open(f"{dst}/f{i}.bin", "wb", buffering=0) as f:
+                        f.write(data)
+                        time.sleep(2)
+                threads = [threading.Thread(target=write, args=(i,)) for i in range(6)]
+                for t in threads: t.start()
+                for t in threads: t.join()
+                """
+            let run = try await Tools.run(try MountEnv.variable("BUCKETFS_TEST_PYTHON"), ["-c", writer, scratch, mount.path])
+            #expect(run.ok, "\(run.summary)\nlog:\n\(mount.logTail())")
+            for (i, data) in files.enumerated() { try await ObjectChecks.expect(proxy.gcs, "f\(i).bin", holds: data) }
+            let uploads = try await proxy.requests().filter { $0.method == "POST" && $0.path.contains("/upload/storage/v1/b/\(bucket)/o") }
+            #expect(uploads.count == 6, "one request per file: \(uploads)")
+            #expect(uploads.filter(\.chunked).count == 4, "four followed their files, two went at close: \(uploads.map(\.chunked))")
+        }
+
+        // Checks semantics.md#parallel-uploads
         @Test("cp of a file past single-request-max to a store on this host: a part per 8 MiB chunk once past it, one compose, the right bytes", .timeLimit(.minutes(3)))
         func nearStoreGetsPartsWhileTheFileIsWritten() async throws {
             let gcs = try await DirectGCS.fakeGCSServer(newBucket: "mt-stream-\(UUID().uuidString.prefix(8).lowercased())")

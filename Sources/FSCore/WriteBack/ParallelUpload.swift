@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import StorageKit
 import Transport
+import Synchronization
 
 /// Parallel composite uploads, as gcloud makes them
 /// (https://cloud.google.com/storage/docs/parallel-composite-uploads): a
@@ -70,6 +71,8 @@ final class ParallelUploads: Sendable {
         var leftovers: Set<String> = []
         /// The log said the store is near (once a mount).
         var toldNear = false
+        /// One-request streams open (`reserveOneRequestStream`).
+        var oneRequestStreams = 0
     }
 
     // Leaf lock; nothing is awaited while it is held.
@@ -136,6 +139,27 @@ final class ParallelUploads: Sendable {
         guard singleRequestMax > 0, written <= singleRequestMax, store.capabilities.oneRequestStreams else { return false }
         return Self.isNear(roundTrip: store.roundTrip, minRoundTrip: minRoundTrip)
     }
+
+    /// One-request streams open at once, at most: each holds a connection
+    /// for as long as its file is written, and the transport opens at most
+    /// 16 to a host (over HTTP/1.1, as to a store on this host, one request
+    /// a connection), so more would leave reads and listings waiting
+    /// behind writers. A file that finds them all taken goes up at close.
+    static let maxOneRequestStreams = 4
+
+    /// Takes one of the `maxOneRequestStreams` places, or returns nil
+    /// when all are taken; the place is given back when the stream ends.
+    func reserveOneRequestStream() -> OneRequestStreamPlace? {
+        let taken = state.withLock { s -> Bool in
+            guard s.oneRequestStreams < Self.maxOneRequestStreams else { return false }
+            s.oneRequestStreams += 1
+            return true
+        }
+        return taken ? OneRequestStreamPlace { [weak self] in self?.state.withLock { $0.oneRequestStreams -= 1 } } : nil
+    }
+
+    /// One-request streams open now.
+    var openOneRequestStreams: Int { state.withLock { $0.oneRequestStreams } }
 
     /// Whether a store whose round trip measured `roundTrip` (nil: not
     /// measured yet) is near enough for the single upload: shorter than
@@ -438,5 +462,44 @@ final class ParallelUploads: Sendable {
     func deleteLeftovers() async {
         let names = leftovers
         if !names.isEmpty { await delete(names) }
+    }
+}
+
+/// A place among the one-request streams open at once
+/// (`ParallelUploads.reserveOneRequestStream`), given back exactly once.
+final class OneRequestStreamPlace: Sendable {
+    private let giveBack: @Sendable () -> Void
+    private let given = Atomic<Bool>(false)
+
+    init(giveBack: @escaping @Sendable () -> Void) { self.giveBack = giveBack }
+
+    func release() {
+        if !given.exchange(true, ordering: .acquiringAndReleasing) { giveBack() }
+    }
+
+    deinit { release() }
+}
+
+/// A one-request stream holding its place until it finishes or is
+/// abandoned.
+struct PlacedStreamingPut: StreamingPut {
+    let inner: any StreamingPut
+    let place: OneRequestStreamPlace
+
+    var granularity: Int64 { inner.granularity }
+    var acknowledged: Int64 { inner.acknowledged }
+
+    func send(upTo end: Int64) async throws(StoreError) {
+        try await inner.send(upTo: end)
+    }
+
+    func finish(size: Int64) async throws(StoreError) -> ObjectInfo {
+        defer { place.release() }
+        return try await inner.finish(size: size)
+    }
+
+    func abandon() async {
+        await inner.abandon()
+        place.release()
     }
 }

@@ -329,6 +329,10 @@ struct WriteBack: Sendable, Hashable {
     /// The version being uploaded.
     var uploading: UInt64? { upload?.version }
     private(set) var stream: Stream = .none
+    /// After a start that gave no stream (it failed, or no stream may be
+    /// open now), the next start waits until the file holds this much
+    /// (another `streamChunk`), not the next write; 0: no such wait.
+    private(set) var streamRetryFrom: Int64 = 0
 
     /// `emptyAtStart`: a new or truncated file, which may stream;
     /// `streamStart` nil: at `streamChunk`.
@@ -424,6 +428,7 @@ struct WriteBack: Sendable, Hashable {
         version += 1
         if newSize == 0 {
             sequentialEnd = 0
+            streamRetryFrom = 0
         } else if sequentialEnd != newSize {
             sequentialEnd = nil
         }
@@ -498,7 +503,7 @@ struct WriteBack: Sendable, Hashable {
         guard let end = sequentialEnd, name == .live else { return dropStream() }
         switch stream {
         case .none:
-            guard end >= streamStart else { return [] }
+            guard end >= max(streamStart, streamRetryFrom) else { return [] }
             stream = .starting(current: true, task: nil)
             return [.startStream]
         case .starting:
@@ -541,7 +546,11 @@ struct WriteBack: Sendable, Hashable {
     ) -> (kept: Bool, actions: [Action]) {
         guard case .starting(let current, _) = stream else { return (false, []) }
         stream = .none
-        guard let granularity, current, sequentialEnd != nil, dirty, name == .live else { return (false, []) }
+        guard let granularity else {
+            if current, let end = sequentialEnd { streamRetryFrom = end + streamChunk }
+            return (false, [])
+        }
+        guard current, sequentialEnd != nil, dirty, name == .live else { return (false, []) }
         stream = .open(OpenStream(
             requested: 0, granularity: max(1, granularity), step: max(1, step ?? streamChunk), limit: limit, session: session))
         return (true, advanceStream())

@@ -72,20 +72,20 @@ extension WriteBackStore {
         var limit: Int64?
         if let inode, let path = path(of: inode) {
             do {
-                if parallelUploads.streamsOneRequest(written: written), let place = parallelUploads.reserveOneRequestStream() {
-                    do {
-                        let request = try await store.startOneRequestStream(objectName(path), from: staged.file.path, options: options)
-                        put = PlacedStreamingPut(inner: request, place: place)
-                    } catch {
-                        place.release()
-                        throw error
+                if parallelUploads.streamsOneRequest(written: written) {
+                    // With every place taken nothing streams: the close
+                    // sends the file in one request (`route`).
+                    if let place = parallelUploads.reserveOneRequestStream() {
+                        do {
+                            let request = try await store.startOneRequestStream(objectName(path), from: staged.file.path, options: options)
+                            put = PlacedStreamingPut(inner: request, place: place)
+                        } catch {
+                            place.release()
+                            throw error
+                        }
+                        step = ParallelUploads.oneRequestStreamStep
+                        limit = parallelUploads.singleRequestMax
                     }
-                    step = ParallelUploads.oneRequestStreamStep
-                    limit = parallelUploads.singleRequestMax
-                } else if parallelUploads.streamsOneRequest(written: written) {
-                    // Every place is taken: nothing streams, the close sends
-                    // the file in one request (`route`).
-                    put = nil
                 } else if await parallelUploads.streamsParts(chunk: self.options.streamChunkSize) {
                     put = try await PartsStream.start(
                         objectName(path), from: staged.file.path, options: options, uploads: parallelUploads,

@@ -191,12 +191,16 @@ final class FileReader: Sendable {
             let at = state.parts.firstIndex { $0.range.lowerBound > block.range.lowerBound } ?? state.parts.endIndex
             state.parts.insert(part, at: at)
         }
-        request.task = Task { [store, objectName, info] in
+        request.task = Task { [store, objectName, info, logger] in
             do throws(StoreError) {
                 let count = try await store.read(objectName, generation: info.generation, range: range) { bytes in
                     filler.append(bytes)
                 }
                 filler.finish(received: count, of: "\(objectName)#\(info.generation) \(range)")
+                // How the stream's requests overlapped, for a slow read.
+                logger.trace("read-ahead request done", metadata: [
+                    "object": "\(objectName)", "range": "\(range)", "seconds": "\((ContinuousClock.now - sent).seconds)",
+                ])
             } catch {
                 filler.fail(error)
             }

@@ -39,7 +39,8 @@
 ///   a store whose round trip (measured by the requests before the file's)
 ///   is at least `farRoundTrip`, a stream that reads past its first block
 ///   goes parallel at once, in parts of `minPartSize`, without waiting a
-///   round trip for its first request to show the link. The
+///   round trip for its first request to show the link; so does one
+///   that starts after a direct read showed the link slow. The
 ///   window opens at once to `partsAtOnce` parts, and then grows four
 ///   times per refill instead of twice, up to
 ///   `maxParallelWindow` (as large as the default
@@ -154,6 +155,11 @@ struct ReadAhead: Sendable, Equatable {
     /// How far this stream's reads reach without a gap: buffers are
     /// dropped `keepBehind` below it, never below a read still on its way.
     private(set) var coverage = ReadCoverage(from: 0)
+    /// Where the current stream began (block-aligned).
+    private var streamStart: Int64 = 0
+    /// The current stream has read past its first block, and its window
+    /// opened to parts side by side if the link is (presumed) slow.
+    private var openedWide = false
     /// What the finished requests showed of the link.
     private(set) var transfer: Transfer = .single
     /// Whether a request of this file has shown the link (`linkMeasured`).
@@ -191,6 +197,8 @@ struct ReadAhead: Sendable, Equatable {
             phase = .streaming
             window = configuration.initialWindow
             frontier = alignDown(offset)
+            streamStart = frontier
+            openedWide = false
             coverage = ReadCoverage(from: offset)
         }
         let readerEnd = max(expectedOffset ?? 0, end)
@@ -203,11 +211,22 @@ struct ReadAhead: Sendable, Equatable {
             let keepFrom = alignDown(max(0, min(coverage.through, offset) - configuration.keepBehind))
             if keepFrom > 0 { actions.append(.discard(below: keepFrom)) }
         }
-        if presumedSlow, !linkShown, transfer == .single, readerEnd > configuration.blockSize {
-            // Past the first block: a reader that goes on, not one that
-            // reads a file's header (`file`, `head`), which a window of
-            // parts would cost tens of MiB of transfer.
-            goParallel(partSize: configuration.minPartSize)
+        if !openedWide, readerEnd - streamStart > configuration.blockSize {
+            // Past the stream's first block: a reader that goes on, not one
+            // that reads a file's header (`file`, `head`), which a window
+            // of parts would cost tens of MiB of transfer.
+            if presumedSlow, !linkShown, transfer == .single {
+                goParallel(partSize: configuration.minPartSize)
+            } else if case .parallel(let partSize) = transfer {
+                // The link showed itself slow before this stream began (a
+                // direct read's fetch: the kernel's first reads of a file
+                // often arrive out of order): without this the stream
+                // would grow from its first small window, a round trip
+                // per refill (at 50 ms and 64 MiB/s, ~0.1 s of a 0.7 s
+                // read went by before as many parts were in flight).
+                goParallel(partSize: partSize)
+            }
+            openedWide = true
         }
         if frontier < objectSize, frontier - readerEnd < window / 2 {
             // From the frontier even when the read lies past it: the

@@ -133,10 +133,19 @@ struct ReadAheadPartsTests {
     }
 
     @Test func aSlowLinkWidensTheWindowFourTimesPerRefill() {
-        var slow = ReadAhead(configuration: configuration, objectSize: 1 << 30)
+        var wide = configuration
+        wide.maxParallelWindow = 1024 * MiB
+        var slow = ReadAhead(configuration: wide, objectSize: 4096 * MiB)
         slow.linkMeasured(bytes: 4 * MiB, firstByte: 0.020, total: 0.145)
-        // 1 MiB, then 4, 16, 64: three refills to the 64 MiB cap.
-        #expect(refillsToTheCap(&slow, cap: 64 * MiB) == 3)
+        var windows: [Int64] = []
+        var offset: Int64 = 0
+        while slow.window < wide.maxParallelWindow {
+            if !prefetches(slow.read(offset: offset, size: 128 * KiB)).isEmpty { windows.append(slow.window) }
+            offset += 128 * 1024
+        }
+        // 1 MiB grown to 4; past the stream's first block eight parts at
+        // once (64 MiB), then four times per refill: 256, 1024.
+        #expect(windows == [4 * MiB, 256 * MiB, 1024 * MiB])
         var fast = ReadAhead(configuration: configuration, objectSize: 1 << 30)
         fast.linkMeasured(bytes: 4 * MiB, firstByte: 0.0003, total: 0.004)
         // 1 MiB, then 2, 4, 8, 16: four refills to the 16 MiB cap.
@@ -168,6 +177,26 @@ struct ReadAheadPartsTests {
         machine.linkMeasured(bytes: MiB, firstByte: 0.020, total: 0.051)
         #expect(prefetches(machine.read(offset: 0, size: 4 * KiB)) == [0..<(8 * MiB)])
         #expect(machine.window == 4 * MiB, "grown from the first window, four times")
+    }
+
+    @Test func aStreamThatStartsAfterTheLinkShowedSlowOpensWidePastItsFirstBlock() {
+        // The kernel's first reads came out of order: direct reads (one
+        // showed the link: 20 ms, 32 MiB/s, parts of 8 MiB), then a stream
+        // from 3 MiB. Past its first block it sends eight parts at once,
+        // not a window grown one round trip per refill.
+        var machine = ReadAhead(configuration: configuration, objectSize: 512 * MiB)
+        _ = machine.read(offset: MiB, size: Int(MiB))
+        _ = machine.read(offset: 0, size: Int(MiB))
+        machine.linkMeasured(bytes: MiB, firstByte: 0.020, total: 0.051)
+        _ = machine.read(offset: 2 * MiB, size: Int(MiB))
+        #expect(machine.phase == .random)
+        let first = prefetches(machine.read(offset: 3 * MiB, size: Int(MiB)))
+        #expect(machine.phase == .streaming)
+        #expect(first == [(3 * MiB)..<(8 * MiB)], "the stream's first read: one part to the part boundary")
+        let next = prefetches(machine.read(offset: 4 * MiB, size: Int(MiB)))
+        #expect(machine.window == 64 * MiB, "eight parts of 8 MiB (this configuration's cap)")
+        #expect(next.count >= 7 && next.allSatisfy { $0.count == 8 * MiB }, "parts side by side at once: \(next)")
+        #expect(next.first?.lowerBound == 8 * MiB)
     }
 
     @Test func aFastLinkKeepsOneRequestPerRefill() {

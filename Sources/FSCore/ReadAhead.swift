@@ -154,7 +154,7 @@ struct ReadAhead: Sendable, Equatable {
     private var resumingAfterAbandon = false
     /// How far this stream's reads reach without a gap: buffers are
     /// dropped `keepBehind` below it, never below a read still on its way.
-    private(set) var coverage = ReadCoverage(from: 0)
+    private var coverage = ReadCoverage(from: 0)
     /// Where the current stream began (block-aligned).
     private var streamStart: Int64 = 0
     /// The current stream has read past its first block, and its window

@@ -1,7 +1,6 @@
 import Foundation
 import StorageKit
 import Transport
-import Synchronization
 
 /// `ObjectStore` over StorageKit: the real bucket (or an emulator).
 public struct StorageKitObjectStore: ObjectStore {
@@ -239,16 +238,14 @@ struct StorageKitStreamingPut: StreamingPut {
 /// 1), and a send returns once the request may read that far.
 final class StorageKitOneRequestStream: StreamingPut {
     let upload: OneRequestStream
-    private let handedOver = Atomic<Int64>(0)
 
     init(upload: OneRequestStream) { self.upload = upload }
 
     var granularity: Int64 { 1 }
-    var acknowledged: Int64 { handedOver.load(ordering: .acquiring) }
+    var acknowledged: Int64 { upload.handedOver }
 
     func send(upTo end: Int64) async throws(StoreError) {
         try await StorageKitObjectStore.run { try upload.send(upTo: end) }
-        handedOver.store(end, ordering: .releasing)
     }
 
     func finish(size: Int64) async throws(StoreError) -> ObjectInfo {

@@ -69,6 +69,9 @@ public final class OneRequestStream: Sendable {
         }
     }
 
+    /// How far the request may read the file (the furthest `send`).
+    public var handedOver: Int64 { file.available }
+
     /// Bytes [0, end) of the file are on disk and final: the request may
     /// send them. Throws if the request has already failed.
     public func send(upTo end: Int64) throws {

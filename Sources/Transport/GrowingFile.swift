@@ -55,6 +55,10 @@ public final class GrowingFile: Sendable {
         self.observer = observer
     }
 
+    /// How far the request may read: the furthest `extend` (or the size
+    /// given to `finish`).
+    public var available: Int64 { state.withLock { $0.available } }
+
     /// Bytes [0, end) of the file are on disk (an end below an earlier one
     /// is ignored).
     public func extend(to end: Int64) {

@@ -7,12 +7,20 @@
 // any work of its own. scripts/bench builds it with cc and mounts it with
 // the same multi-threaded loop bucketfs uses.
 //
-//   null_fuse MOUNTPOINT     (foreground; fusermount3 -u MOUNTPOINT ends it)
+// With STAGE_DIR it also writes each file's bytes to a file of its own in
+// that directory (pwrite of each WRITE's buffer; the file is unlinked at
+// release), as bucketfs stages what is written on local disk before and
+// while it uploads: the floor of a mount that never holds written bytes
+// in memory only. Each staged file is created once and written through
+// one open (the bench's cp).
+//
+//   null_fuse MOUNTPOINT [STAGE_DIR]  (foreground; fusermount3 -u MOUNTPOINT ends it)
 #include "floor_fs.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,7 +30,9 @@ struct node {
     char *name;
     int is_dir;
     off_t size;
+    int stage_fd; // -1: not staged
 };
+static const char *stage_dir; // NULL: keep nothing
 static struct node *nodes;
 static fuse_ino_t node_count = 2; // 1 is the root
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -72,7 +82,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
 static fuse_ino_t make(fuse_ino_t parent, const char *name, int is_dir) {
     pthread_mutex_lock(&lock);
     fuse_ino_t ino = node_count < MAX_NODES ? node_count++ : 0;
-    if (ino) nodes[ino] = (struct node){parent, strdup(name), is_dir, 0};
+    if (ino) nodes[ino] = (struct node){parent, strdup(name), is_dir, 0, -1};
     pthread_mutex_unlock(&lock);
     return ino;
 }
@@ -87,8 +97,20 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
     (void)mode;
     fuse_ino_t ino = make(parent, name, 0);
-    if (!ino) fuse_reply_err(req, ENOSPC);
-    else reply_entry(req, ino, fi);
+    if (!ino) {
+        fuse_reply_err(req, ENOSPC);
+        return;
+    }
+    if (stage_dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%lu", stage_dir, (unsigned long)ino);
+        nodes[ino].stage_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+        if (nodes[ino].stage_fd < 0) {
+            fuse_reply_err(req, errno);
+            return;
+        }
+    }
+    reply_entry(req, ino, fi);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -105,8 +127,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
-    (void)buf;
     (void)fi;
+    if (stage_dir && pwrite(nodes[ino].stage_fd, buf, size, off) != (ssize_t)size) {
+        fuse_reply_err(req, EIO);
+        return;
+    }
     pthread_mutex_lock(&lock);
     if (off + (off_t)size > nodes[ino].size) nodes[ino].size = off + size;
     pthread_mutex_unlock(&lock);
@@ -116,6 +141,18 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static void op_ok(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     (void)ino;
     (void)fi;
+    fuse_reply_err(req, 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    (void)fi;
+    if (stage_dir && nodes[ino].stage_fd >= 0) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%lu", stage_dir, (unsigned long)ino);
+        close(nodes[ino].stage_fd);
+        unlink(path);
+        nodes[ino].stage_fd = -1;
+    }
     fuse_reply_err(req, 0);
 }
 
@@ -134,17 +171,18 @@ static const struct fuse_lowlevel_ops ops = {
     .setattr = op_setattr,
     .write = op_write,
     .flush = op_ok,
-    .release = op_ok,
+    .release = op_release,
     .fsync = NULL,
     .getxattr = op_getxattr,
 };
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s MOUNTPOINT\n", argv[0]);
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: %s MOUNTPOINT [STAGE_DIR]\n", argv[0]);
         return 2;
     }
+    if (argc == 3) stage_dir = argv[2];
     nodes = calloc(MAX_NODES, sizeof *nodes);
-    nodes[1] = (struct node){1, "", 1, 0};
+    nodes[1] = (struct node){1, "", 1, 0, -1};
     return floor_serve(argv[0], argv[1], "fsname=null_fuse,subtype=null_fuse", &ops, sizeof ops, NULL);
 }

@@ -24,6 +24,7 @@ bench_row wbig_resumable "the same file as a resumable upload in 64 MiB chunks, 
 bench_row wbig_multipart "the same file as one multipart POST with its metadata, chunked, the protocol of bucketfs's one request (MiB/s, curl column)"
 bench_row wbig_floor "the same cp on an in-memory C FUSE filesystem (MiB/s; the FUSE write path's floor, curl column)"
 bench_row wbig_overlap "that cp and curl's media POST side by side, until both end (MiB/s; the most a mount that uploads while the file is written reaches on these cores, curl column)"
+bench_row wbig_staged_overlap "the cp on that filesystem keeping each file on local disk too, beside curl's chunked multipart POST, until both end (MiB/s; the most a mount that stages on disk and sends one multipart request reaches on these cores, curl column)"
 bench_row wsmall "300 files of 4 KiB into a new dir, until durable (files/s)"
 bench_row wsmall_http "HTTP requests per small file (of the 300)"
 bench_row wsmall_fuse "FUSE requests per small file (bash \`printf > f\`)"
@@ -118,20 +119,31 @@ curl_wbig_resumable() {
 # object's resource (name, content type, a custom metadata key), sent with
 # chunked transfer encoding: what bucketfs's one request near the store
 # sends (StorageKit's OneRequestStream). The body file is built untimed.
+MULTIPART_BOUNDARY="bench-boundary-7f3a9c"
+multipart_body() { # NAME BODY: writes the multipart/related body for object NAME
+    {
+        printf -- '--%s\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n' "$MULTIPART_BOUNDARY"
+        printf '{"contentType":"application/octet-stream","metadata":{"goog-reserved-file-mtime":"1795870000"},"name":"%s"}' "$1"
+        printf -- '\r\n--%s\r\nContent-Type: application/octet-stream\r\n\r\n' "$MULTIPART_BOUNDARY"
+        cat "$WORK/big.bin"
+        printf -- '\r\n--%s--\r\n' "$MULTIPART_BOUNDARY"
+    } >"$2"
+}
+
+# multipart_post BODY: sets MULTIPART_POST to the curl command that sends a
+# body multipart_body wrote as one chunked POST (an array, so that
+# until_durable.py can run it too)
+multipart_post() {
+    MULTIPART_POST=(curl -sS --fail -X POST -T "$1" -H 'Expect:' -H 'Transfer-Encoding: chunked'
+        -H "Content-Type: multipart/related; boundary=$MULTIPART_BOUNDARY"
+        -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=multipart&ifGenerationMatch=0")
+}
+
 curl_wbig_multipart() {
     local name="$WBIG_NAME_PREFIX-curl-multipart-$RTT-${MEDIAN_ROUND:-1}.bin" body="$WORK/big.multipart" r
-    local boundary="bench-boundary-7f3a9c"
-    {
-        printf -- '--%s\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n' "$boundary"
-        printf '{"contentType":"application/octet-stream","metadata":{"goog-reserved-file-mtime":"1795870000"},"name":"%s"}' "$name"
-        printf -- '\r\n--%s\r\nContent-Type: application/octet-stream\r\n\r\n' "$boundary"
-        cat "$WORK/big.bin"
-        printf -- '\r\n--%s--\r\n' "$boundary"
-    } >"$body"
-    r="$(durable object "$name" "$WORK/big.bin" --wait -- \
-        curl -sS --fail -X POST -T "$body" -H 'Expect:' -H 'Transfer-Encoding: chunked' \
-        -H "Content-Type: multipart/related; boundary=$boundary" \
-        -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=multipart&ifGenerationMatch=0")"
+    multipart_body "$name" "$body"
+    multipart_post "$body"
+    r="$(durable object "$name" "$WORK/big.bin" --wait -- "${MULTIPART_POST[@]}")"
     rm -f "$body"
     api_delete_one "$name"
     cell_big "$r"
@@ -170,12 +182,12 @@ cat_file() { cat "$1"; }
 # mounted with the loop bucketfs uses: what the kernel's FUSE path costs
 # before a filesystem does anything. null_fuse_mount sets NULL_MP and
 # NULL_PID; null_fuse_unmount ends it.
-null_fuse_mount() {
+null_fuse_mount() { # [STAGE_DIR]: also keep each file's bytes there
     local bin="$WORK/null_fuse"
     NULL_MP="$WORK/mnt-null"
     [[ -x "$bin" ]] || cc -O2 -o "$bin" "$REPO/scripts/bench/null_fuse.c" $(pkg-config --cflags --libs fuse3)
-    mkdir -p "$NULL_MP"
-    "$bin" "$NULL_MP" &
+    mkdir -p "$NULL_MP" ${1:+"$1"}
+    "$bin" "$NULL_MP" ${1:+"$1"} &
     NULL_PID=$!
     PIDS+=("$NULL_PID")
     MOUNTS+=("$NULL_MP")
@@ -231,6 +243,29 @@ overlap_big() {
     cell_big "$(diff_s "$t0" "$t1")"
 }
 
+# The same with what bucketfs's design adds on both sides: the cp on
+# null_fuse staging each file on local disk (in $WORK, where the mounts'
+# cache dirs are), and curl sending the object with its resource as one
+# chunked multipart POST (the body built untimed). bucketfs does both and
+# also reads the staged bytes back to send them.
+staged_overlap_big() {
+    local name="$WBIG_NAME_PREFIX-staged-overlap-$RTT-${MEDIAN_ROUND:-1}.bin" body="$WORK/big.multipart" t0 t1 cp_pid ok=0
+    multipart_body "$name" "$body"
+    multipart_post "$body"
+    null_fuse_mount "$WORK/null-stage" || return 1
+    t0=$(now)
+    cp "$WORK/big.bin" "$NULL_MP/big.bin" &
+    cp_pid=$!
+    "${MULTIPART_POST[@]}" || ok=1
+    wait "$cp_pid" || ok=1
+    t1=$(now)
+    null_fuse_unmount
+    rm -f "$body"
+    api_delete_one "$name"
+    [[ "$ok" == 0 ]] || { echo "staged_overlap_big: cp or curl failed" >&2; return 1; }
+    cell_big "$(diff_s "$t0" "$t1")"
+}
+
 # 1 / (seconds per file on the null filesystem + seconds per curl upload):
 # a mount whose close returns only when the object is durable cannot
 # overlap the two, so no such mount can pass this on this machine
@@ -270,6 +305,7 @@ write_curl() {
     measure wbig_floor curl median_of "$WBIG_ROUNDS" null_fuse_big
     warm_server >&2 || echo "warm_server failed" >&2
     measure wbig_overlap curl median_of "$WBIG_ROUNDS" overlap_big
+    measure wbig_staged_overlap curl median_of "$WBIG_ROUNDS" staged_overlap_big
     measure wsmall curl curl_wsmall
     measure wsmall_http curl cat_file "$WORK/wsmall_http.curl"
     measure wsmall_floor curl null_fuse_small
@@ -390,7 +426,8 @@ write_notes() {
     echo "after two untimed uploads that warm the server): cp into the mount, curl one uploadType=media POST with -T;"
     echo "multipart: the same bytes behind the object's resource in one uploadType=multipart POST, chunked, as bucketfs's"
     echo "one request near the store; floor: the cp on scripts/bench/null_fuse.c; side by side: that cp and curl's media"
-    echo "POST started together, until both end;"
+    echo "POST started together, until both end; staged: the same cp with null_fuse writing each file to local disk"
+    echo "too, beside curl's chunked multipart POST;"
     echo "300 files: one bash process writing each file with the builtin printf (no fork per file) into a directory"
     echo "made just before, curl 300 media uploads from one process (--config, \`next\`); requests per file: what the"
     echo "emulator received during the timed command, besides the durability checks; FUSE requests per file: libfuse's"

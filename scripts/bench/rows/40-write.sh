@@ -228,19 +228,11 @@ null_fuse_big() {
 # this machine's cores, so a mount whose close returns once the object is
 # durable ends no sooner, however it overlaps the two.
 overlap_big() {
-    local name="$WBIG_NAME_PREFIX-overlap-$RTT-${MEDIAN_ROUND:-1}.bin" t0 t1 cp_pid ok=0
-    null_fuse_mount || return 1
-    t0=$(now)
-    cp "$WORK/big.bin" "$NULL_MP/big.bin" &
-    cp_pid=$!
-    curl -sS --fail -X POST -T "$WORK/big.bin" -H 'Expect:' -H 'Content-Type: application/octet-stream' \
-        -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name=$(urlenc "$name")" || ok=1
-    wait "$cp_pid" || ok=1
-    t1=$(now)
-    null_fuse_unmount
-    api_delete_one "$name"
-    [[ "$ok" == 0 ]] || { echo "overlap_big: cp or curl failed" >&2; return 1; }
-    cell_big "$(diff_s "$t0" "$t1")"
+    local name="$WBIG_NAME_PREFIX-overlap-$RTT-${MEDIAN_ROUND:-1}.bin" rc=0
+    side_by_side "" curl -sS --fail -X POST -T "$WORK/big.bin" -H 'Expect:' -H 'Content-Type: application/octet-stream' \
+        -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name=$(urlenc "$name")" || rc=1
+    api_delete_one "$name" || rc=1
+    return "$rc"
 }
 
 # The same with what bucketfs's design adds on both sides: the cp on
@@ -249,20 +241,30 @@ overlap_big() {
 # chunked multipart POST (the body built untimed). bucketfs does both and
 # also reads the staged bytes back to send them.
 staged_overlap_big() {
-    local name="$WBIG_NAME_PREFIX-staged-overlap-$RTT-${MEDIAN_ROUND:-1}.bin" body="$WORK/big.multipart" t0 t1 cp_pid ok=0
+    local name="$WBIG_NAME_PREFIX-staged-overlap-$RTT-${MEDIAN_ROUND:-1}.bin" body="$WORK/big.multipart" rc=0
     multipart_body "$name" "$body"
     multipart_post "$body"
-    null_fuse_mount "$WORK/null-stage" || return 1
+    side_by_side "$WORK/null-stage" "${MULTIPART_POST[@]}" || rc=1
+    rm -f "$body"
+    api_delete_one "$name" || rc=1
+    return "$rc"
+}
+
+# side_by_side STAGE_DIR CMD...: the 256 MiB cp on null_fuse (staging in
+# STAGE_DIR unless empty) and CMD started together, timed until both end;
+# prints the cell
+side_by_side() {
+    local stage="$1" t0 t1 cp_pid ok=0
+    shift
+    null_fuse_mount ${stage:+"$stage"} || return 1
     t0=$(now)
     cp "$WORK/big.bin" "$NULL_MP/big.bin" &
     cp_pid=$!
-    "${MULTIPART_POST[@]}" || ok=1
+    "$@" || ok=1
     wait "$cp_pid" || ok=1
     t1=$(now)
     null_fuse_unmount
-    rm -f "$body"
-    api_delete_one "$name"
-    [[ "$ok" == 0 ]] || { echo "staged_overlap_big: cp or curl failed" >&2; return 1; }
+    [[ "$ok" == 0 ]] || { echo "side_by_side: cp or $1 failed" >&2; return 1; }
     cell_big "$(diff_s "$t0" "$t1")"
 }
 

@@ -87,6 +87,23 @@ extension MountTests {
             return data
         }
 
+        /// A bucket of its own (`mt-TAG-…`) on fake_gcs.py behind our fault
+        /// proxy, which records when each request came and whether its body
+        /// was chunked; a mount of it through the proxy with the default
+        /// settings, and a scratch directory, for `body`.
+        static func throughProxy(
+            _ tag: String, _ body: (_ bucket: String, FaultProxy, Mount, _ scratch: String) async throws -> Void
+        ) async throws {
+            let bucket = "mt-\(tag)-\(UUID().uuidString.prefix(8).lowercased())"
+            let proxy = try await FaultProxy(upstream: try MountEnv.fake(), bucket: bucket)
+            defer { proxy.stop() }
+            let mount = try await Mount.start(endpoint: proxy.endpoint, bucket: bucket, prefix: "")
+            defer { mount.cleanup() }
+            let scratch = try Scratch.directory()
+            defer { Scratch.remove(scratch) }
+            try await body(bucket, proxy, mount, scratch)
+        }
+
         static func crc32c(_ data: Data) -> String {
             var crc = CRC32C()
             crc.update(data)
@@ -143,72 +160,60 @@ extension MountTests {
         // Checks semantics.md#parallel-uploads
         @Test("a file written in order to a store on this host: its one request starts while the file is written, chunked, and ends at close", .timeLimit(.minutes(3)))
         func nearStoreSendsTheOneRequestWhileTheFileIsWritten() async throws {
-            let bucket = "mt-grow-\(UUID().uuidString.prefix(8).lowercased())"
-            // Our proxy records when each request arrived and whether its
-            // body was chunked; fake_gcs.py behind it stores the object.
-            let proxy = try await FaultProxy(upstream: try MountEnv.fake(), bucket: bucket)
-            defer { proxy.stop() }
-            let mount = try await Mount.start(endpoint: proxy.endpoint, bucket: bucket, prefix: "")
-            defer { mount.cleanup() }
-            let scratch = try Scratch.directory()
-            defer { Scratch.remove(scratch) }
-            let data = MountEnv.pattern(24 << 20, seed: 49)
-            try data.write(to: URL(fileURLWithPath: "\(scratch)/grown.bin"))
-            // All 24 MiB written, then the file stays open for a second
-            // before the close: the request must be under way by then.
-            let writer = """
-                import sys, time
-                data = open(sys.argv[1], 'rb').read()
-                f = open(sys.argv[2], 'wb', buffering=0)
-                f.write(data)
-                time.sleep(1)
-                print(time.time(), flush=True)
-                f.close()
-                """
-            let run = try await Tools.run(try MountEnv.variable("BUCKETFS_TEST_PYTHON"), ["-c", writer, "\(scratch)/grown.bin", mount.at("grown.bin")])
-            #expect(run.ok, "\(run.summary)\nlog:\n\(mount.logTail())")
-            let closing = try #require(Double(run.out.trimmingCharacters(in: .whitespacesAndNewlines)), "\(run.summary)")
-            try await ObjectChecks.expect(proxy.gcs, "grown.bin", holds: data, "the object holds the bytes written")
-            let uploads = try await proxy.requests().filter { $0.method == "POST" && $0.path.contains("/upload/storage/v1/b/\(bucket)/o") }
-            #expect(uploads.count == 1, "one request: \(uploads)")
-            let upload = try #require(uploads.first)
-            #expect(upload.parameter("uploadType") == "multipart" && upload.chunked, "a multipart body of unknown length: \(upload)")
-            #expect((upload.time ?? .infinity) < closing, "it started before the close: \(upload.time ?? 0) against \(closing)")
-            #expect((upload.done ?? 0) > closing, "and ended after it")
+            try await Self.throughProxy("grow") { bucket, proxy, mount, scratch in
+                let data = MountEnv.pattern(24 << 20, seed: 49)
+                try data.write(to: URL(fileURLWithPath: "\(scratch)/grown.bin"))
+                // All 24 MiB written, then the file stays open for a second
+                // before the close: the request must be under way by then.
+                let writer = """
+                    import sys, time
+                    data = open(sys.argv[1], 'rb').read()
+                    f = open(sys.argv[2], 'wb', buffering=0)
+                    f.write(data)
+                    time.sleep(1)
+                    print(time.time(), flush=True)
+                    f.close()
+                    """
+                let run = try await Tools.run(try MountEnv.variable("BUCKETFS_TEST_PYTHON"), ["-c", writer, "\(scratch)/grown.bin", mount.at("grown.bin")])
+                #expect(run.ok, "\(run.summary)\nlog:\n\(mount.logTail())")
+                let closing = try #require(Double(run.out.trimmingCharacters(in: .whitespacesAndNewlines)), "\(run.summary)")
+                try await ObjectChecks.expect(proxy.gcs, "grown.bin", holds: data, "the object holds the bytes written")
+                let uploads = try await proxy.requests().filter { $0.method == "POST" && $0.path.contains("/upload/storage/v1/b/\(bucket)/o") }
+                #expect(uploads.count == 1, "one request: \(uploads)")
+                let upload = try #require(uploads.first)
+                #expect(upload.parameter("uploadType") == "multipart" && upload.chunked, "a multipart body of unknown length: \(upload)")
+                #expect((upload.time ?? .infinity) < closing, "it started before the close: \(upload.time ?? 0) against \(closing)")
+                #expect((upload.done ?? 0) > closing, "and ended after it")
+            }
         }
 
         // Checks semantics.md#parallel-uploads
         @Test("six files written in order at once to a store on this host: four requests follow their files, two go at close, every object right", .timeLimit(.minutes(3)))
         func atMostFourRequestsFollowFilesAtOnce() async throws {
-            let bucket = "mt-four-\(UUID().uuidString.prefix(8).lowercased())"
-            let proxy = try await FaultProxy(upstream: try MountEnv.fake(), bucket: bucket)
-            defer { proxy.stop() }
-            let mount = try await Mount.start(endpoint: proxy.endpoint, bucket: bucket, prefix: "")
-            defer { mount.cleanup() }
-            let scratch = try Scratch.directory()
-            defer { Scratch.remove(scratch) }
-            let files = (0..<6).map { MountEnv.pattern(12 << 20, seed: 60 + UInt64($0)) }
-            for (i, data) in files.enumerated() { try data.write(to: URL(fileURLWithPath: "\(scratch)/f\(i).bin")) }
-            // Six threads each write 12 MiB and keep the file open for 2 s:
-            // every file passes 8 MiB while the others' requests are open.
-            let writer = """
-                import sys, threading, time
-                src, dst = sys.argv[1], sys.argv[2]
-                def write(i):
-                    data = open(f"{src}/f{i}.bin", "rb").read()
-                    with open(f"{dst}/f{i}.bin", "wb", buffering=0) as f:
-                        f.write(data)
-                        time.sleep(2)
-                threads = [threading.Thread(target=write, args=(i,)) for i in range(6)]
-                for t in threads: t.start()
-                for t in threads: t.join()
-                """
-            let run = try await Tools.run(try MountEnv.variable("BUCKETFS_TEST_PYTHON"), ["-c", writer, scratch, mount.path])
-            #expect(run.ok, "\(run.summary)\nlog:\n\(mount.logTail())")
-            for (i, data) in files.enumerated() { try await ObjectChecks.expect(proxy.gcs, "f\(i).bin", holds: data) }
-            let uploads = try await proxy.requests().filter { $0.method == "POST" && $0.path.contains("/upload/storage/v1/b/\(bucket)/o") }
-            #expect(uploads.count == 6, "one request per file: \(uploads)")
-            #expect(uploads.filter(\.chunked).count == 4, "four followed their files, two went at close: \(uploads.map(\.chunked))")
+            try await Self.throughProxy("four") { bucket, proxy, mount, scratch in
+                let files = (0..<6).map { MountEnv.pattern(12 << 20, seed: 60 + UInt64($0)) }
+                for (i, data) in files.enumerated() { try data.write(to: URL(fileURLWithPath: "\(scratch)/f\(i).bin")) }
+                // Six threads each write 12 MiB and keep the file open for 2 s:
+                // every file passes 8 MiB while the others' requests are open.
+                let writer = """
+                    import sys, threading, time
+                    src, dst = sys.argv[1], sys.argv[2]
+                    def write(i):
+                        data = open(f"{src}/f{i}.bin", "rb").read()
+                        with open(f"{dst}/f{i}.bin", "wb", buffering=0) as f:
+                            f.write(data)
+                            time.sleep(2)
+                    threads = [threading.Thread(target=write, args=(i,)) for i in range(6)]
+                    for t in threads: t.start()
+                    for t in threads: t.join()
+                    """
+                let run = try await Tools.run(try MountEnv.variable("BUCKETFS_TEST_PYTHON"), ["-c", writer, scratch, mount.path])
+                #expect(run.ok, "\(run.summary)\nlog:\n\(mount.logTail())")
+                for (i, data) in files.enumerated() { try await ObjectChecks.expect(proxy.gcs, "f\(i).bin", holds: data) }
+                let uploads = try await proxy.requests().filter { $0.method == "POST" && $0.path.contains("/upload/storage/v1/b/\(bucket)/o") }
+                #expect(uploads.count == 6, "one request per file: \(uploads)")
+                #expect(uploads.filter(\.chunked).count == 4, "four followed their files, two went at close: \(uploads.map(\.chunked))")
+            }
         }
 
         // Checks semantics.md#parallel-uploads

@@ -212,10 +212,28 @@ public protocol StreamingPut: Sendable {
     /// Sends bytes [acknowledged, end) of the file; `end` is a multiple of
     /// `granularity` above `acknowledged`.
     func send(upTo end: Int64) async throws(StoreError)
-    /// Sends bytes [acknowledged, size) of the file and creates the object.
+    /// Sends bytes [acknowledged, size) of the file and creates the object
+    /// with the options the put started with.
     func finish(size: Int64) async throws(StoreError) -> ObjectInfo
+    /// Like `finish(size:)`, given the options of the close. A stream whose
+    /// metadata went with its first request (a resumable session, one
+    /// request) stores the options it started with, and the caller patches
+    /// the difference; one that creates the object only at the end (a
+    /// compose) stores `options`, and says so in `storesOptionsAtFinish`.
+    func finish(size: Int64, options: PutOptions) async throws(StoreError) -> ObjectInfo
+    /// Whether `finish(size:options:)` stores the options it is given.
+    var storesOptionsAtFinish: Bool { get }
     /// Drops the upload (best effort); the object stays as it was.
     func abandon() async
+}
+
+extension StreamingPut {
+    /// Metadata and precondition went with the first request.
+    public var storesOptionsAtFinish: Bool { false }
+
+    public func finish(size: Int64, options: PutOptions) async throws(StoreError) -> ObjectInfo {
+        try await finish(size: size)
+    }
 }
 
 /// Its standard properties read as `info.contentType` and so on

@@ -81,6 +81,30 @@ import FSCoreTesting
         #expect(h.store.requestCount(.patch) == 0)
     }
 
+    /// Finished like any streaming put (no options at the close), the
+    /// compose stores the metadata the stream started with; given the
+    /// close's, it stores those, and says so (no patch to follow).
+    @Test func aPartsStreamComposesWithTheStartOptionsUnlessGivenTheClosesOnes() async throws {
+        let cache = temporaryDirectory("parts-stream")
+        defer { removeDirectory(cache) }
+        let store = InMemoryObjectStore()
+        let uploads = ParallelUploads(store: store, options: ParallelUploadTests.options(cache), logger: .init(label: "t"))
+        let path = cache + "/staged"
+        let content = bytes(Int(Self.chunk) * 2 + 5, seed: 23)
+        try content.write(to: URL(fileURLWithPath: path))
+        let atStart = PutOptions(customMetadata: ["colour": "red"])
+        let first = try await PartsStream.start("first.bin", from: path, options: atStart, uploads: uploads, partSize: Self.chunk)
+        #expect(first.storesOptionsAtFinish)
+        try await first.send(upTo: Self.chunk)
+        _ = try await first.finish(size: Int64(content.count))
+        #expect(try await store.stat("first.bin").customMetadata["colour"] == "red")
+        let second = try await PartsStream.start("second.bin", from: path, options: atStart, uploads: uploads, partSize: Self.chunk)
+        _ = try await second.finish(size: Int64(content.count), options: PutOptions(customMetadata: ["colour": "blue"]))
+        #expect(try await store.stat("second.bin").customMetadata["colour"] == "blue")
+        #expect(store.data(of: "first.bin") == content && store.data(of: "second.bin") == content)
+        #expect(partNames(store).isEmpty, "\(partNames(store))")
+    }
+
     @Test func aPartThatFailsEndsTheStreamAndTheCloseUploadsTheWholeFile() async throws {
         let cache = temporaryDirectory("parts-stream")
         defer { removeDirectory(cache) }

@@ -87,11 +87,8 @@ struct ObjectUploader: Sendable {
         }
         let info: ObjectInfo
         do {
-            if let parts = stream.put as? PartsStream {
-                // The compose carries the options of the close: no patch.
-                return try await parts.finish(size: plan.size, options: plan.options)
-            }
-            info = try await stream.put.finish(size: plan.size)
+            info = try await stream.put.finish(size: plan.size, options: plan.options)
+            if stream.put.storesOptionsAtFinish { return info }
         } catch {
             logger.warning("finishing the streaming upload failed; uploading the whole file", metadata: ["object": "\(plan.name)", "cause": "\(error)"])
             await stream.put.abandon()

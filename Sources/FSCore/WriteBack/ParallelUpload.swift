@@ -498,6 +498,13 @@ struct PlacedStreamingPut: StreamingPut {
         return try await inner.finish(size: size)
     }
 
+    var storesOptionsAtFinish: Bool { inner.storesOptionsAtFinish }
+
+    func finish(size: Int64, options: PutOptions) async throws(StoreError) -> ObjectInfo {
+        defer { place.release() }
+        return try await inner.finish(size: size, options: options)
+    }
+
     func abandon() async {
         await inner.abandon()
         place.release()

@@ -22,6 +22,8 @@ final class PartsStream: StreamingPut {
     let names = ParallelUploads.PartNames()
     /// Every send ends on a part boundary.
     let granularity: Int64
+    /// The metadata and precondition given at the start.
+    let startOptions: PutOptions
 
     private struct State: Sendable {
         var parts: StreamedParts
@@ -32,10 +34,11 @@ final class PartsStream: StreamingPut {
     // awaited under it.
     private let state: OrderedLock<State>
 
-    private init(uploads: ParallelUploads, name: String, path: String, partSize: Int64, width: Int) {
+    private init(uploads: ParallelUploads, name: String, path: String, options: PutOptions, partSize: Int64, width: Int) {
         self.uploads = uploads
         self.name = name
         self.path = path
+        self.startOptions = options
         let parts = StreamedParts(partSize: partSize, width: width)
         self.granularity = parts.partSize
         self.state = OrderedLock("parts stream", State(parts: parts))
@@ -48,7 +51,7 @@ final class PartsStream: StreamingPut {
     ) async throws(StoreError) -> PartsStream {
         await uploads.deleteLeftovers()
         try await uploads.checkPrecondition(name, options)
-        return PartsStream(uploads: uploads, name: name, path: path, partSize: partSize, width: uploads.maxParts)
+        return PartsStream(uploads: uploads, name: name, path: path, options: options, partSize: partSize, width: uploads.maxParts)
     }
 
     var acknowledged: Int64 { state.withLock { $0.parts.stored } }
@@ -58,9 +61,12 @@ final class PartsStream: StreamingPut {
         try await launch(launches)
     }
 
-    /// Only with options: a parts stream composes with the close's.
+    /// The compose carries the options of the close, so no patch follows.
+    var storesOptionsAtFinish: Bool { true }
+
+    /// Composes with the options the stream started with.
     func finish(size: Int64) async throws(StoreError) -> ObjectInfo {
-        throw .invalidArgument("a parts stream finishes with the object's options")
+        try await finish(size: size, options: startOptions)
     }
 
     /// Sends the rest of the `size` bytes, waits for every part, and

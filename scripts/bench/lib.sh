@@ -132,19 +132,25 @@ measure() {
 declare -A ROUNDS=()
 keep_round() { ROUNDS[$1,$2]+="${CELL[$1,$2,$(cell_at)]:-error}"$'\n'; }
 
+# median_line: of the lines on stdin that start with a number, the median
+# by that number (the lower middle of an even count), note included;
+# nothing if no line does
+median_line() {
+    local values n
+    values="$({ grep -E '^[0-9]' || true; } | sort -n -k1,1)"
+    n="$(printf '%s' "$values" | grep -c . || true)"
+    ((n > 0)) && printf '%s\n' "$values" | sed -n "$(((n + 1) / 2))p"
+    return 0
+}
+
 # median_cell ROW COLUMN: the cell becomes the median (by leading number)
 # of the rounds kept, its note included; error only if every round failed
 median_cell() {
-    local row="$1" col="$2" values n
-    values="$(printf '%s' "${ROUNDS[$row,$col]:-}" | { grep -E '^[0-9]' || true; } | sort -n -k1,1)"
-    n="$(printf '%s\n' "$values" | grep -c . || true)"
+    local row="$1" col="$2" median
+    median="$(printf '%s' "${ROUNDS[$row,$col]:-}" | median_line)"
     unset "ROUNDS[$row,$col]"
-    if ((n == 0)); then
-        set_cell "$row" "$col" error
-        return 0
-    fi
-    set_cell "$row" "$col" "$(printf '%s\n' "$values" | sed -n "$(((n + 1) / 2))p")"
-    log "    median of $n rounds for $row / $col: ${CELL[$row,$col,$(cell_at)]}"
+    set_cell "$row" "$col" "${median:-error}"
+    log "    median of the rounds for $row / $col: ${CELL[$row,$col,$(cell_at)]}"
 }
 
 # marks the cells of ROWS... of COLUMN as failed (a mount or seed failed)
@@ -566,16 +572,17 @@ run_group() {
 # MEDIAN_ROUND is the round (1, 2, ...) while FUNC runs, for names that
 # must differ between rounds.
 median_of() {
-    local rounds="$1" round out values=""
+    local rounds="$1" round out values="" median
     shift
     for round in $(seq 1 "$rounds"); do
         MEDIAN_ROUND="$round"
         out="$("$@" | tail -n 1)" || out=""
         log "    round $round: ${out:-failed}"
-        [[ "$out" =~ ^[0-9] ]] && values+="$out"$'\n'
+        values+="$out"$'\n'
     done
-    [[ -n "$values" ]] || return 1
-    printf '%s' "$values" | sort -n -k1,1 | sed -n "$((($(printf '%s' "$values" | grep -c .) + 1) / 2))p"
+    median="$(printf '%s' "$values" | median_line)"
+    [[ -n "$median" ]] || return 1
+    printf '%s\n' "$median"
 }
 
 # ---------------------------------------------------------------- table

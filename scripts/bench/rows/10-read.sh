@@ -16,6 +16,8 @@ bench_row reread_page "read it again, same mount (page cache) (MiB/s)"
 bench_row reread_block "read it again, new mount, same cache dir (block cache) (MiB/s)"
 bench_row seq_floor "the same read on an in-memory C FUSE filesystem (MiB/s; the FUSE read path's floor, curl column)"
 bench_row seq_stream_floor "the same read on a C FUSE filesystem that streams it from the server (MiB/s; the floor of a FUSE mount fed by this server, curl column)"
+bench_row seq_paired "the cold read against that streaming floor run just before it, round by round (median of the rounds' ratios; the floors themselves in brackets)"
+bench_row reread_paired "the block-cache re-read against the in-memory floor run just before it, round by round (the same)"
 
 # the object, in the bucket and in $WORK/big.bin (once; other groups use it)
 ensure_big_object() {
@@ -124,10 +126,44 @@ fs_seq() { # MP: dd of the big file alone, then the bytes compared; prints MiB/s
 read_fs() {
     local col="$1" round row
     for round in $(seq 1 "$READ_ROUNDS"); do
+        # a round whose mount fails keeps no ratio of an earlier round
+        [[ "$col" != bucketfs ]] || { set_cell seq_paired "$col" error; set_cell reread_paired "$col" error; }
         read_round "$col" "read$round"
         for row in seq reread_page reread_block; do keep_round "$row" "$col"; done
+        [[ "$col" != bucketfs ]] || { keep_round seq_paired "$col"; keep_round reread_paired "$col"; }
     done
     for row in seq reread_page reread_block; do median_cell "$row" "$col"; done
+    [[ "$col" != bucketfs ]] || { median_cell seq_paired "$col"; median_cell reread_paired "$col"; }
+}
+
+# On this shared two-core VM a floor's rounds can differ 4x within one
+# group (the in-memory floor at 624, 2098 and 2876 MiB/s in one run), so
+# a median of bucketfs's rounds against a median of the floor's taken a
+# minute earlier can pass or miss by chance. These cells pair each of
+# bucketfs's rounds with a floor run right before it: the floor's dd,
+# then bucketfs's, on the same machine moment.
+
+# floor_then ROW FLOOR_FUNC MEASURED_ROW COLUMN: runs FLOOR_FUNC (MiB/s) and
+# stores it for paired_cell; call before measuring MEASURED_ROW
+declare -A PAIRED_FLOOR=()
+floor_then() {
+    local out
+    out="$("$2" 2>>"$LOG" | tail -n 1)" || out=""
+    log "    floor for $1 before $3 / $4: ${out:-failed}"
+    PAIRED_FLOOR[$1]="$out"
+}
+
+# paired_cell ROW MEASURED_ROW COLUMN: the cell becomes MEASURED_ROW's
+# cell divided by the floor floor_then stored, "0.65 (831)"; error when
+# either failed
+paired_cell() {
+    local floor="${PAIRED_FLOOR[$1]:-}" value="${CELL[$2,$3,$(cell_at)]:-}"
+    value="${value%% *}"
+    if [[ "$floor" =~ ^[0-9.]+$ && "$value" =~ ^[0-9.]+$ ]] && awk -v f="$floor" 'BEGIN { exit !(f > 0) }'; then
+        set_cell "$1" "$3" "$(awk -v v="$value" -v f="$floor" 'BEGIN { printf "%.2f (%d)", v / f, f }')"
+    else
+        set_cell "$1" "$3" error
+    fi
 }
 
 # read_round COLUMN NAME: one cold read on a fresh mount (an empty cache
@@ -141,7 +177,9 @@ read_round() {
         unmount_current
         return 0
     fi
+    [[ "$col" != bucketfs ]] || floor_then seq_paired stream_floor_seq seq "$col"
     measure seq "$col" fs_seq "$CUR_MP"
+    [[ "$col" != bucketfs ]] || paired_cell seq_paired seq "$col"
     measure reread_page "$col" fs_seq "$CUR_MP"
     note_peak "$col"
     unmount_current
@@ -161,7 +199,9 @@ read_round() {
     else
         mount_column "$col" "re$name" || { fail_cells "$col" "mount failed" reread_block; unmount_current; return 0; }
     fi
+    [[ "$col" != bucketfs ]] || floor_then reread_paired floor_seq reread_block "$col"
     measure reread_block "$col" fs_seq "$CUR_MP"
+    [[ "$col" != bucketfs ]] || paired_cell reread_paired reread_block "$col"
     if [[ "$col" == bucketfs ]] && ((cached < BIG_MIB)) && [[ "${CELL[reread_block,$col,$RTT]}" != error ]]; then
         set_cell reread_block "$col" "${CELL[reread_block,$col,$RTT]} ($cached of $BIG_MIB blocks cached)"
     fi
@@ -178,4 +218,7 @@ read_notes() {
     echo "(libfuse3 low-level, the object's bytes in memory, the loop bucketfs uses, read_ahead_kb $FLOOR_READ_AHEAD_KB as bucketfs sets)."
     echo "Stream floor: the same dd on scripts/bench/stream_floor.c (read_floor's filesystem whose first open starts one GET of"
     echo "the object from the server, as curl's, into one fresh buffer; each read answered once its bytes have arrived)."
+    echo "Paired rows: in each of bucketfs's rounds the floor's dd runs right before bucketfs's (the stream floor before the"
+    echo "cold read, once the mount is up; the in-memory floor before the block-cache re-read), and the cell is the median of"
+    echo "the rounds' bucketfs/floor ratios, so a moment when this machine is slow weighs on both sides of a ratio."
 }

@@ -124,16 +124,16 @@ fs_seq() { # MP: dd of the big file alone, then the bytes compared; prints MiB/s
 }
 
 read_fs() {
-    local col="$1" round row
+    local col="$1" round row rows=(seq reread_page reread_block) paired=()
+    [[ "$col" != bucketfs ]] || paired=(seq_paired reread_paired)
+    rows+=("${paired[@]}")
     for round in $(seq 1 "$READ_ROUNDS"); do
         # a round whose mount fails keeps no ratio of an earlier round
-        [[ "$col" != bucketfs ]] || { set_cell seq_paired "$col" error; set_cell reread_paired "$col" error; }
+        for row in "${paired[@]}"; do set_cell "$row" "$col" error; done
         read_round "$col" "read$round"
-        for row in seq reread_page reread_block; do keep_round "$row" "$col"; done
-        [[ "$col" != bucketfs ]] || { keep_round seq_paired "$col"; keep_round reread_paired "$col"; }
+        for row in "${rows[@]}"; do keep_round "$row" "$col"; done
     done
-    for row in seq reread_page reread_block; do median_cell "$row" "$col"; done
-    [[ "$col" != bucketfs ]] || { median_cell seq_paired "$col"; median_cell reread_paired "$col"; }
+    for row in "${rows[@]}"; do median_cell "$row" "$col"; done
 }
 
 # On this shared two-core VM a floor's rounds can differ 4x within one

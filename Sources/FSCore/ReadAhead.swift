@@ -9,7 +9,9 @@
 /// - While streaming, the machine keeps a `frontier` (the end of what it
 ///   has asked the owner to fetch) at least `window / 2` ahead of the
 ///   reader; each refill reaches `window` past the reader, then doubles the
-///   window (`initialWindow` … `maxWindow`). A refill is one request (or
+///   window (`initialWindow` … `maxWindow`; once a request shows the link
+///   fast, four round trips' worth of it, at least `fastLinkWindow`). A
+///   refill is one request (or
 ///   parts, below): the
 ///   stream is a chain of growing GETs (1, 2, 4, … MiB), each issued while
 ///   the previous one still has half a window to deliver, whose bodies the
@@ -32,7 +34,9 @@
 ///   their own connections (after mountpoint-s3's and gcsfuse's parallel
 ///   downloads). The owner reports how fast each request's first block
 ///   came (`linkMeasured`): a link whose one connection brings at least
-///   `singleStreamRate` keeps the single growing stream, which costs the
+///   `singleStreamRate` (in any request of the file: a slower block later
+///   may be the host's load, not the link) keeps the single growing
+///   stream, which costs the
 ///   fewest requests (loopback, a fast network); a slower one goes
 ///   `parallel`, in parts of `minPartSize` … `maxPartSize` (four round
 ///   trips' worth of bytes, so a part's own round trip costs little). On
@@ -76,6 +80,9 @@ struct ReadAhead: Sendable, Equatable {
         var minPartSize: Int64
         var maxPartSize: Int64
         var maxParallelWindow: Int64
+        /// The smallest the window of a link shown fast is capped at (the
+        /// kernel's read-ahead requests run this far ahead of the reader).
+        var fastLinkWindow: Int64
         /// How many parts the window holds from the moment a request shows
         /// the link slow (curl's 8 ranges, gcsfuse's workers): growing
         /// from the window of the stream so far would cost one round trip
@@ -91,7 +98,8 @@ struct ReadAhead: Sendable, Equatable {
             initialWindow: Int64 = 1 << 20, maxWindow: Int64 = 64 << 20, blockSize: Int64 = 1 << 20,
             seekTolerance: Int64 = 16 << 20, keepBehind: Int64 = 2 << 20,
             singleStreamRate: Double = 256 * 1_048_576, minPartSize: Int64 = 8 << 20, maxPartSize: Int64 = 16 << 20,
-            maxParallelWindow: Int64 = 256 << 20, partsAtOnce: Int64 = 8, farRoundTrip: Double = 0.010
+            maxParallelWindow: Int64 = 256 << 20, partsAtOnce: Int64 = 8, farRoundTrip: Double = 0.010,
+            fastLinkWindow: Int64 = 16 << 20
         ) {
             self.blockSize = max(1, blockSize)
             self.keepBehind = keepBehind
@@ -103,6 +111,7 @@ struct ReadAhead: Sendable, Equatable {
             self.minPartSize = Self.roundUp(max(minPartSize, 1), to: self.blockSize)
             self.maxPartSize = max(self.minPartSize, Self.roundUp(maxPartSize, to: self.blockSize))
             self.maxParallelWindow = max(self.maxWindow, Self.roundUp(maxParallelWindow, to: self.blockSize))
+            self.fastLinkWindow = min(self.maxWindow, Self.roundUp(max(fastLinkWindow, 1), to: self.blockSize))
             self.partsAtOnce = max(1, partsAtOnce)
             self.farRoundTrip = farRoundTrip
         }
@@ -164,6 +173,15 @@ struct ReadAhead: Sendable, Equatable {
     private(set) var transfer: Transfer = .single
     /// Whether a request of this file has shown the link (`linkMeasured`).
     private var linkShown = false
+    /// The fastest a request of this file has brought its first block
+    /// (bytes per second), and the soonest its first byte came (seconds):
+    /// the link's own rate and round trip, where a slower one may be the
+    /// host's load.
+    private var fastestRate: Double = 0
+    private var soonestFirstByte: Double = .infinity
+    /// The single stream's largest window once a request has shown the
+    /// link fast: its bandwidth-delay product and some (nil: not shown).
+    private var fastLinkCap: Int64?
     /// The store is far (its round trip at least `farRoundTrip`): a stream
     /// goes parallel from its second block on, before its first request
     /// shows the link, which would cost a round trip and more.
@@ -253,7 +271,23 @@ struct ReadAhead: Sendable, Equatable {
         let rate = Double(bytes) / body
         let firstShown = !linkShown
         linkShown = true
-        guard rate < configuration.singleStreamRate else {
+        fastestRate = max(fastestRate, rate)
+        soonestFirstByte = min(soonestFirstByte, firstByte)
+        // The link is as fast as the fastest block it has brought: a
+        // slower one may be this host's load, the reader's pace or the
+        // stream's own overlapping requests, not the link (on loopback
+        // with both cores busy, a later request's block came below the
+        // rate in two of six cold reads of 256 MiB, and the rest of each
+        // went out as two dozen 8 MiB parts side by side, more memory and
+        // CPU for no speed).
+        guard fastestRate < configuration.singleStreamRate else {
+            // Four round trips' worth of the link, from the kernel's window
+            // up to `maxWindow`: more than that only holds buffers ahead of
+            // the reader. On loopback a 64 MiB window kept the mount's peak
+            // at 112-171 MiB over a cold read against 74-91 with 16 MiB,
+            // each of those bytes fresh memory the kernel clears first.
+            let wanted = alignUp(Int64(min(fastestRate * soonestFirstByte * 4, Double(configuration.maxWindow))))
+            fastLinkCap = min(configuration.maxWindow, max(configuration.fastLinkWindow, wanted))
             transfer = .single
             window = min(window, maxWindow)
             return
@@ -294,7 +328,7 @@ struct ReadAhead: Sendable, Equatable {
     private var growth: Int64 { transfer == .single ? 2 : 4 }
 
     private var maxWindow: Int64 {
-        transfer == .single ? configuration.maxWindow : configuration.maxParallelWindow
+        transfer == .single ? fastLinkCap ?? configuration.maxWindow : configuration.maxParallelWindow
     }
 
     /// One request for `range`, or its parts: cut at multiples of the part

@@ -221,6 +221,57 @@ struct ReadAheadPartsTests {
         #expect(!next.isEmpty && next.allSatisfy { $0.count <= 16 * MiB + MiB })
     }
 
+    /// Loopback on a busy host: the first request's block came at 1 GiB/s,
+    /// a later one (overlapping the one before, both cores busy) at
+    /// 180 MiB/s. The link did not slow down; the stream stays one request
+    /// per refill, not two dozen parts in flight.
+    @Test func aLinkOnceShownFastKeepsOneStreamWhenALaterBlockComesSlowly() {
+        var machine = ReadAhead(configuration: configuration, objectSize: 1 << 30)
+        _ = stream(&machine, to: 8 * MiB)
+        machine.linkMeasured(bytes: MiB, firstByte: 0.0003, total: 0.0013)
+        _ = stream(&machine, from: 8 * MiB, to: 64 * MiB)
+        machine.linkMeasured(bytes: MiB, firstByte: 0.0005, total: 0.0060)
+        #expect(machine.transfer == .single)
+        let next = stream(&machine, from: 64 * MiB, to: 200 * MiB)
+        #expect(!next.isEmpty && next.allSatisfy { $0.count <= 16 * MiB + MiB }, "whole refills, not parts: \(next)")
+        #expect(machine.window == 16 * MiB, "the single stream's cap")
+        // The same slow block as the first measurement is a slow link.
+        var slowFirst = ReadAhead(configuration: configuration, objectSize: 1 << 30)
+        slowFirst.linkMeasured(bytes: MiB, firstByte: 0.0005, total: 0.0060)
+        #expect(slowFirst.transfer == .parallel(partSize: 8 * MiB))
+    }
+
+    /// A fast link's window is four round trips of it, from the kernel's
+    /// window (`fastLinkWindow`) to `maxWindow`. Each row: the request
+    /// that showed the link, the window the stream settles at.
+    @Test func aFastLinksWindowIsItsBandwidthDelayProduct() {
+        var wide = configuration
+        wide.maxWindow = 64 * MiB
+        struct Row {
+            let firstByte: Double, total: Double
+            let window: Int64
+            let why: String
+        }
+        let rows: [Row] = [
+            Row(firstByte: 0.0003, total: 0.0013, window: 16 * MiB, why: "loopback, 1 GiB/s, 0.3 ms: the kernel's window"),
+            Row(firstByte: 0.005, total: 0.006, window: 20 * MiB, why: "1 GiB/s, 5 ms: four round trips are 20 MiB"),
+            Row(firstByte: 0.020, total: 0.021, window: 64 * MiB, why: "1 GiB/s, 20 ms: 80 MiB, capped at maxWindow"),
+        ]
+        for row in rows {
+            var machine = ReadAhead(configuration: wide, objectSize: 1 << 30)
+            _ = stream(&machine, to: 4 * MiB)
+            machine.linkMeasured(bytes: MiB, firstByte: row.firstByte, total: row.total)
+            let refills = stream(&machine, from: 4 * MiB, to: 512 * MiB)
+            #expect(machine.transfer == .single, "\(row.why)")
+            #expect(machine.window == row.window, "\(row.why)")
+            #expect(refills.allSatisfy { $0.count <= row.window + MiB }, "\(row.why): \(refills.map(\.count))")
+        }
+        // Nothing shown yet: the stream may grow to maxWindow.
+        var unknown = ReadAhead(configuration: wide, objectSize: 1 << 30)
+        _ = stream(&unknown, to: 200 * MiB)
+        #expect(unknown.window == 64 * MiB)
+    }
+
     @Test func aRandomReaderGetsNoPartsWhateverTheLink() {
         var machine = ReadAhead(configuration: configuration, objectSize: 1 << 30)
         machine.linkMeasured(bytes: 4 * MiB, firstByte: 0.02, total: 0.145)

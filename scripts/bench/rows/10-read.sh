@@ -217,7 +217,7 @@ read_notes() {
     echo "(rclone runs without a VFS cache, so its re-reads go to the network). Floor: the same dd on scripts/bench/read_floor.c"
     echo "(libfuse3 low-level, the object's bytes in memory, the loop bucketfs uses, read_ahead_kb $FLOOR_READ_AHEAD_KB as bucketfs sets)."
     echo "Stream floor: the same dd on scripts/bench/stream_floor.c (read_floor's filesystem whose first open starts one GET of"
-    echo "the object from the server, as curl's, into one fresh buffer; each read answered once its bytes have arrived)."
+    echo "the object from the server, as curl's, into one buffer touched before the mount; each read answered once its bytes have arrived)."
     echo "Paired rows: in each of bucketfs's rounds the floor's dd runs right before bucketfs's (the stream floor before the"
     echo "cold read, once the mount is up; the in-memory floor before the block-cache re-read), and the cell is the median of"
     echo "the rounds' bucketfs/floor ratios, so a moment when this machine is slow weighs on both sides of a ratio."

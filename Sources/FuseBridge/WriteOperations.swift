@@ -34,7 +34,8 @@ func installWriteOperations(_ ops: inout fuse_lowlevel_ops) {
         let handle = fi?.pointee.fh ?? 0
         // Copied before the callback returns: libfuse reuses `buf` for the
         // next request once we return. `buf` holds `size` readable bytes.
-        let data = Data(bytes: buf!, count: size)
+        // Into a page-aligned buffer, for the staging file's pwrite.
+        let data = pageAlignedCopy(of: UnsafeRawBufferPointer(start: buf, count: size))
         respond(req, "write", { fs throws(FSError) in
             try await fs.write(inode, handle: handle, offset: Int64(offset), data: data)
         }) { $0.written($1) }

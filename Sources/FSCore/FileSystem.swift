@@ -99,7 +99,8 @@ public final class FileSystem: FileSystemOperations {
             // window when the reader reaches the current one, so requests
             // of both can be pending at once (a fresh clone's CI saw a late
             // request 17 MiB behind the furthest with 16 MiB windows).
-            blockSize: Int64(blockCache?.blockSize ?? 1 << 20), seekTolerance: max(2 << 20, 2 * options.kernelReadAhead))
+            blockSize: Int64(blockCache?.blockSize ?? 1 << 20), seekTolerance: max(2 << 20, 2 * options.kernelReadAhead),
+            fastLinkWindow: max(16 << 20, 2 * options.kernelReadAhead))
         let listings = Listings.Configuration(options, store)
         let state = OrderedLock("file system state", State(metadata: MetadataCache(listings, capacity: options.statCacheCapacity)))
         self.state = state

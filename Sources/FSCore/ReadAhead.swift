@@ -80,8 +80,9 @@ struct ReadAhead: Sendable, Equatable {
         var minPartSize: Int64
         var maxPartSize: Int64
         var maxParallelWindow: Int64
-        /// The smallest the window of a link shown fast is capped at (the
-        /// kernel's read-ahead requests run this far ahead of the reader).
+        /// The smallest the window of a link shown fast is capped at: two
+        /// of the kernel's read-ahead windows, as far as its requests run
+        /// ahead of the reader (see `seekTolerance`).
         var fastLinkWindow: Int64
         /// How many parts the window holds from the moment a request shows
         /// the link slow (curl's 8 ranges, gcsfuse's workers): growing
@@ -99,7 +100,7 @@ struct ReadAhead: Sendable, Equatable {
             seekTolerance: Int64 = 16 << 20, keepBehind: Int64 = 2 << 20,
             singleStreamRate: Double = 256 * 1_048_576, minPartSize: Int64 = 8 << 20, maxPartSize: Int64 = 16 << 20,
             maxParallelWindow: Int64 = 256 << 20, partsAtOnce: Int64 = 8, farRoundTrip: Double = 0.010,
-            fastLinkWindow: Int64 = 16 << 20
+            fastLinkWindow: Int64 = 32 << 20
         ) {
             self.blockSize = max(1, blockSize)
             self.keepBehind = keepBehind
@@ -281,11 +282,14 @@ struct ReadAhead: Sendable, Equatable {
         // went out as two dozen 8 MiB parts side by side, more memory and
         // CPU for no speed).
         guard fastestRate < configuration.singleStreamRate else {
-            // Four round trips' worth of the link, from the kernel's window
-            // up to `maxWindow`: more than that only holds buffers ahead of
-            // the reader. On loopback a 64 MiB window kept the mount's peak
-            // at 112-171 MiB over a cold read against 74-91 with 16 MiB,
-            // each of those bytes fresh memory the kernel clears first.
+            // Four round trips' worth of the link, from `fastLinkWindow` up
+            // to `maxWindow`: more than that only holds buffers ahead of the
+            // reader. On loopback a 64 MiB window kept the mount's peak at
+            // 188-292 MiB over a cold 1 GiB cp against 113-169 with 32 MiB
+            // (each of those bytes memory the kernel clears at first
+            // touch), and the cp took longer (medians 1.24 and 1.04 s); with
+            // 16 MiB, below the kernel's two windows, 1.09 s and half again
+            // as many GETs.
             let wanted = alignUp(Int64(min(fastestRate * soonestFirstByte * 4, Double(configuration.maxWindow))))
             fastLinkCap = min(configuration.maxWindow, max(configuration.fastLinkWindow, wanted))
             transfer = .single

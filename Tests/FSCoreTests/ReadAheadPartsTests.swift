@@ -241,20 +241,22 @@ struct ReadAheadPartsTests {
         #expect(slowFirst.transfer == .parallel(partSize: 8 * MiB))
     }
 
-    /// A fast link's window is four round trips of it, from the kernel's
-    /// window (`fastLinkWindow`) to `maxWindow`. Each row: the request
-    /// that showed the link, the window the stream settles at.
+    /// A fast link's window is four round trips of it, from two of the
+    /// kernel's windows (`fastLinkWindow`, 32 MiB) to `maxWindow`. Each
+    /// row: the request that showed the link, the window the stream
+    /// settles at.
     @Test func aFastLinksWindowIsItsBandwidthDelayProduct() {
         var wide = configuration
         wide.maxWindow = 64 * MiB
+        wide.fastLinkWindow = 32 * MiB
         struct Row {
             let firstByte: Double, total: Double
             let window: Int64
             let why: String
         }
         let rows: [Row] = [
-            Row(firstByte: 0.0003, total: 0.0013, window: 16 * MiB, why: "loopback, 1 GiB/s, 0.3 ms: the kernel's window"),
-            Row(firstByte: 0.005, total: 0.006, window: 20 * MiB, why: "1 GiB/s, 5 ms: four round trips are 20 MiB"),
+            Row(firstByte: 0.0003, total: 0.0013, window: 32 * MiB, why: "loopback, 1 GiB/s, 0.3 ms: the kernel's two windows"),
+            Row(firstByte: 0.010, total: 0.011, window: 40 * MiB, why: "1 GiB/s, 10 ms: four round trips are 40 MiB"),
             Row(firstByte: 0.020, total: 0.021, window: 64 * MiB, why: "1 GiB/s, 20 ms: 80 MiB, capped at maxWindow"),
         ]
         for row in rows {

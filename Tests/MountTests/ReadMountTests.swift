@@ -142,10 +142,10 @@ extension MountTests {
             let cat = try await Tools.run("/bin/cat", [mount.at("big.bin")], stdoutPath: out)
             #expect(cat.ok, "\(cat.summary)\nlog:\n\(mount.logTail())")
             let media = try log.entries().filter { $0.method == "GET" && $0.parameter("alt") == "media" && $0.objectName == "\(prefix)/big.bin" }
-            // Windows of 1 MiB doubling up to the link's four round trips
-            // (16 MiB on loopback, refilled 8-9 MiB at a time): about ten
-            // GETs, plus the odd direct read of a block whose buffer was
-            // already dropped. The
+            // Windows of 1 MiB doubling up to the link's four round trips,
+            // at least two kernel windows (32 MiB on loopback, refilled
+            // 16-17 MiB at a time): 8 GETs, plus the odd direct read of a
+            // block whose buffer was already dropped. The
             // kernel's requests arrive out of order (by up to its 16 MiB
             // read-ahead) and the read-ahead machine's table tests cover
             // that; here the count is printed, not bounded, because a

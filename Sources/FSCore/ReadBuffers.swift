@@ -156,8 +156,9 @@ enum HugeMappings {
 /// describes).
 public func pageAlignedCopy(of bytes: UnsafeRawBufferPointer) -> Data {
     let pool = ReadBuffers.shared
-    guard bytes.count >= 4096, let baseAddress = bytes.baseAddress, let (buffer, size) = pool.allocate(bytes.count) else {
-        return Data(bytes)
+    guard let baseAddress = bytes.baseAddress else { return Data() }
+    guard bytes.count >= 4096, let (buffer, size) = pool.allocate(bytes.count) else {
+        return Data(bytes: baseAddress, count: bytes.count)
     }
     // Sound: `buffer` holds at least `bytes.count` bytes (`allocate`), is
     // ours alone until handed to the Data below, and does not overlap

@@ -24,6 +24,8 @@ bench_row wbig_resumable "the same file as a resumable upload in 64 MiB chunks, 
 bench_row wbig_multipart "the same file as one multipart POST with its metadata, chunked, the protocol of bucketfs's one request (MiB/s, curl column)"
 bench_row wbig_floor "the same cp on an in-memory C FUSE filesystem (MiB/s; the FUSE write path's floor, curl column)"
 bench_row wbig_overlap "that cp and curl's media POST side by side, until both end (MiB/s; the most a mount that uploads while the file is written reaches on these cores, curl column)"
+bench_row wbig_paired "the 256 MiB write against curl's media POST run just before it, round by round (median of the rounds' ratios; the POSTs themselves in brackets)"
+bench_row wbig_paired_multipart "the same against curl's chunked multipart POST with its metadata and then a metadata PATCH, run just before it (the requests of bucketfs's streamed write whose mtime moved on while it was sent)"
 bench_row wbig_staged_overlap "the cp on that filesystem keeping each file on local disk too, beside curl's chunked multipart POST, until both end (MiB/s; the most a mount that stages on disk and sends one multipart request reaches on these cores, curl column)"
 bench_row wsmall "300 files of 4 KiB into a new dir, until durable (files/s)"
 bench_row wsmall_http "HTTP requests per small file (of the 300)"
@@ -145,6 +147,27 @@ curl_wbig_multipart() {
     multipart_post "$body"
     r="$(durable object "$name" "$WORK/big.bin" --wait -- "${MULTIPART_POST[@]}")"
     rm -f "$body"
+    api_delete_one "$name"
+    cell_big "$r"
+}
+
+# The requests of bucketfs's streamed write when the file's mtime (whole
+# seconds, goog-reserved-file-mtime) moved on while the bytes went up: the
+# one request was sent with the first write's mtime, so a metadata PATCH
+# follows with the last write's. fake-gcs-server rewrites an object's
+# content on a metadata PATCH (0.06-0.91 s for 256 MiB against 1 ms for
+# 4 KiB, measured outside the bench), which a PATCH on GCS does not.
+# The body is built once (the object is deleted after each round, so one
+# name serves every round): not in each of bucketfs's rounds, whose cp
+# would then meet 256 MiB of dirty pages being written back.
+curl_wbig_multipart_patched() {
+    local name="$WBIG_NAME_PREFIX-curl-multipart-patched-$RTT.bin" body="$WORK/big.multipart-patched-$RTT" r
+    [[ -f "$body" ]] || multipart_body "$name" "$body"
+    multipart_post "$body"
+    # shellcheck disable=SC2016 # expanded by that bash
+    r="$(durable object "$name" "$WORK/big.bin" --wait -- bash -c '"${@:2}" && curl -sS --fail -X PATCH -o /dev/null \
+        -H "Content-Type: application/json" -d "{\"metadata\":{\"goog-reserved-file-mtime\":\"1795870001\"}}" "$1"' \
+        _ "$BASE/storage/v1/b/$BUCKET/o/$(urlenc "$name")" "${MULTIPART_POST[@]}")"
     api_delete_one "$name"
     cell_big "$r"
 }
@@ -318,10 +341,33 @@ write_curl() {
 # ---------------------------------------------------------------- mounts
 
 fs_wbig() { # MP: cp of the 256 MiB file into the mount's root
-    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT-${MEDIAN_ROUND:-1}.bin" r
+    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT-${MEDIAN_ROUND:-1}.bin" r media="" multipart="" cell
+    if [[ "$CUR_COL" == bucketfs ]]; then
+        media="$(curl_wbig 2>>"$LOG")" || media=""
+        multipart="$(curl_wbig_multipart_patched 2>>"$LOG")" || multipart=""
+        log "    just before: media POST ${media:-failed}, multipart POST and PATCH ${multipart:-failed}"
+    fi
     r="$(durable object "$name" "$WORK/big.bin" --wait -- cp "$WORK/big.bin" "$mp/$name")"
     api_delete_one "$name"
-    cell_big "$r"
+    cell="$(cell_big "$r")"
+    if [[ "$CUR_COL" == bucketfs ]]; then
+        paired_ratio "$cell" "$media" >>"$WORK/wbig_paired.$CUR_COL"
+        paired_ratio "$cell" "$multipart" >>"$WORK/wbig_paired_multipart.$CUR_COL"
+    fi
+    echo "$cell"
+}
+
+# paired_ratio CELL LIMIT_CELL: "0.82 (399)", the first cell's MiB/s over
+# the second's with the second in brackets; "error" when either failed.
+# These rounds run inside measure's subshell, so they go to files in
+# $WORK that write_fs reads (as wsmall_http's count does).
+paired_ratio() {
+    local value="${1%% *}" limit="${2%% *}"
+    if [[ "$value" =~ ^[0-9.]+$ && "$limit" =~ ^[0-9.]+$ ]] && awk -v f="$limit" 'BEGIN { exit !(f > 0) }'; then
+        awk -v v="$value" -v f="$limit" 'BEGIN { printf "%.2f (%d)\n", v / f, f }'
+    else
+        echo error
+    fi
 }
 
 fs_wbig_median() {
@@ -415,6 +461,14 @@ write_fs() {
         rm -f "$WORK/wsmall_http.$col"
     fi
     if [[ "$col" == bucketfs ]]; then
+        local paired
+        for paired in wbig_paired wbig_paired_multipart; do
+            [[ -f "$WORK/$paired.$col" ]] || continue
+            log "    rounds of $paired: $(tr '\n' ' ' <"$WORK/$paired.$col")"
+            set_cell "$paired" "$col" "$(median_line <"$WORK/$paired.$col")"
+            [[ -n "${CELL[$paired,$col,$(cell_at)]}" ]] || set_cell "$paired" "$col" error
+            rm -f "$WORK/$paired.$col"
+        done
         MOUNTS+=("$WORK/mnt-trace") # mounted inside the measurement's subshell
         measure wsmall_fuse bucketfs fuse_requests_per_file
     fi
@@ -429,7 +483,9 @@ write_notes() {
     echo "multipart: the same bytes behind the object's resource in one uploadType=multipart POST, chunked, as bucketfs's"
     echo "one request near the store; floor: the cp on scripts/bench/null_fuse.c; side by side: that cp and curl's media"
     echo "POST started together, until both end; staged: the same cp with null_fuse writing each file to local disk"
-    echo "too, beside curl's chunked multipart POST;"
+    echo "too, beside curl's chunked multipart POST; paired: in each of bucketfs's rounds curl's media POST and then its"
+    echo "chunked multipart POST followed by a metadata PATCH of the mtime run right before the cp, and the cell is the"
+    echo "median of the rounds' bucketfs/curl ratios;"
     echo "300 files: one bash process writing each file with the builtin printf (no fork per file) into a directory"
     echo "made just before, curl 300 media uploads from one process (--config, \`next\`); requests per file: what the"
     echo "emulator received during the timed command, besides the durability checks; FUSE requests per file: libfuse's"

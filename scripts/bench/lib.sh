@@ -143,6 +143,18 @@ median_line() {
     return 0
 }
 
+# paired_ratio CELL LIMIT: "0.82 (399)", CELL's leading figure over
+# LIMIT's with LIMIT's in brackets (the paired rows); "error" when either
+# is not a number or LIMIT is 0
+paired_ratio() {
+    local value="${1%% *}" limit="${2%% *}"
+    if [[ "$value" =~ ^[0-9.]+$ && "$limit" =~ ^[0-9.]+$ ]] && awk -v f="$limit" 'BEGIN { exit !(f > 0) }'; then
+        awk -v v="$value" -v f="$limit" 'BEGIN { printf "%.2f (%d)\n", v / f, f }'
+    else
+        echo error
+    fi
+}
+
 # median_cell ROW COLUMN: the cell becomes the median (by leading number)
 # of the rounds kept, its note included; error only if every round failed
 median_cell() {

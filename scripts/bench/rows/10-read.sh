@@ -157,13 +157,7 @@ floor_then() {
 # cell divided by the floor floor_then stored, "0.65 (831)"; error when
 # either failed
 paired_cell() {
-    local floor="${PAIRED_FLOOR[$1]:-}" value="${CELL[$2,$3,$(cell_at)]:-}"
-    value="${value%% *}"
-    if [[ "$floor" =~ ^[0-9.]+$ && "$value" =~ ^[0-9.]+$ ]] && awk -v f="$floor" 'BEGIN { exit !(f > 0) }'; then
-        set_cell "$1" "$3" "$(awk -v v="$value" -v f="$floor" 'BEGIN { printf "%.2f (%d)", v / f, f }')"
-    else
-        set_cell "$1" "$3" error
-    fi
+    set_cell "$1" "$3" "$(paired_ratio "${CELL[$2,$3,$(cell_at)]:-}" "${PAIRED_FLOOR[$1]:-}")"
 }
 
 # read_round COLUMN NAME: one cold read on a fresh mount (an empty cache

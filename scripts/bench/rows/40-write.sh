@@ -350,24 +350,13 @@ fs_wbig() { # MP: cp of the 256 MiB file into the mount's root
     r="$(durable object "$name" "$WORK/big.bin" --wait -- cp "$WORK/big.bin" "$mp/$name")"
     api_delete_one "$name"
     cell="$(cell_big "$r")"
+    # These rounds run inside measure's subshell, so the ratios go to files
+    # in $WORK that write_fs reads (as wsmall_http's count does).
     if [[ "$CUR_COL" == bucketfs ]]; then
         paired_ratio "$cell" "$media" >>"$WORK/wbig_paired.$CUR_COL"
         paired_ratio "$cell" "$multipart" >>"$WORK/wbig_paired_multipart.$CUR_COL"
     fi
     echo "$cell"
-}
-
-# paired_ratio CELL LIMIT_CELL: "0.82 (399)", the first cell's MiB/s over
-# the second's with the second in brackets; "error" when either failed.
-# These rounds run inside measure's subshell, so they go to files in
-# $WORK that write_fs reads (as wsmall_http's count does).
-paired_ratio() {
-    local value="${1%% *}" limit="${2%% *}"
-    if [[ "$value" =~ ^[0-9.]+$ && "$limit" =~ ^[0-9.]+$ ]] && awk -v f="$limit" 'BEGIN { exit !(f > 0) }'; then
-        awk -v v="$value" -v f="$limit" 'BEGIN { printf "%.2f (%d)\n", v / f, f }'
-    else
-        echo error
-    fi
 }
 
 fs_wbig_median() {

@@ -172,17 +172,14 @@ struct ReadAhead: Sendable, Equatable {
     private var openedWide = false
     /// What the finished requests showed of the link.
     private(set) var transfer: Transfer = .single
-    /// Whether a request of this file has shown the link (`linkMeasured`).
-    private var linkShown = false
     /// The fastest a request of this file has brought its first block
-    /// (bytes per second), and the soonest its first byte came (seconds):
-    /// the link's own rate and round trip, where a slower one may be the
-    /// host's load.
+    /// (bytes per second; 0 until one has), and the soonest its first byte
+    /// came (seconds): the link's own rate and round trip, where a slower
+    /// one may be the host's load.
     private var fastestRate: Double = 0
     private var soonestFirstByte: Double = .infinity
-    /// The single stream's largest window once a request has shown the
-    /// link fast: its bandwidth-delay product and some (nil: not shown).
-    private var fastLinkCap: Int64?
+    /// Whether a request of this file has shown the link (`linkMeasured`).
+    private var linkShown: Bool { fastestRate > 0 }
     /// The store is far (its round trip at least `farRoundTrip`): a stream
     /// goes parallel from its second block on, before its first request
     /// shows the link, which would cost a round trip and more.
@@ -271,7 +268,6 @@ struct ReadAhead: Sendable, Equatable {
         guard bytes >= configuration.blockSize, body > 0, firstByte >= 0 else { return }
         let rate = Double(bytes) / body
         let firstShown = !linkShown
-        linkShown = true
         fastestRate = max(fastestRate, rate)
         soonestFirstByte = min(soonestFirstByte, firstByte)
         // The link is as fast as the fastest block it has brought: a
@@ -281,17 +277,7 @@ struct ReadAhead: Sendable, Equatable {
         // rate in two of six cold reads of 256 MiB, and the rest of each
         // went out as two dozen 8 MiB parts side by side, more memory and
         // CPU for no speed).
-        guard fastestRate < configuration.singleStreamRate else {
-            // Four round trips' worth of the link, from `fastLinkWindow` up
-            // to `maxWindow`: more than that only holds buffers ahead of the
-            // reader. On loopback a 64 MiB window kept the mount's peak at
-            // 188-292 MiB over a cold 1 GiB cp against 113-169 with 32 MiB
-            // (each of those bytes memory the kernel clears at first
-            // touch), and the cp took longer (medians 1.24 and 1.04 s); with
-            // 16 MiB, below the kernel's two windows, 1.09 s and half again
-            // as many GETs.
-            let wanted = alignUp(Int64(min(fastestRate * soonestFirstByte * 4, Double(configuration.maxWindow))))
-            fastLinkCap = min(configuration.maxWindow, max(configuration.fastLinkWindow, wanted))
+        guard !linkShownFast else {
             transfer = .single
             window = min(window, maxWindow)
             return
@@ -331,8 +317,21 @@ struct ReadAhead: Sendable, Equatable {
     /// 7 waves of requests, each a round trip, when the window doubled).
     private var growth: Int64 { transfer == .single ? 2 : 4 }
 
+    private var linkShownFast: Bool { fastestRate >= configuration.singleStreamRate }
+
     private var maxWindow: Int64 {
-        transfer == .single ? fastLinkCap ?? configuration.maxWindow : configuration.maxParallelWindow
+        guard transfer == .single else { return configuration.maxParallelWindow }
+        guard linkShownFast else { return configuration.maxWindow }
+        // Four round trips' worth of the link, from `fastLinkWindow` up to
+        // `maxWindow`: more than that only holds buffers ahead of the
+        // reader. On loopback a 64 MiB window kept the mount's peak at
+        // 188-292 MiB over a cold 1 GiB cp against 113-169 with 32 MiB
+        // (each of those bytes memory the kernel clears at first touch),
+        // and the cp took longer (medians 1.24 and 1.04 s); with 16 MiB,
+        // below the kernel's two windows, 1.09 s and half again as many
+        // GETs. (`fastLinkWindow` is at most `maxWindow`, block-aligned.)
+        let wanted = alignUp(Int64(min(fastestRate * soonestFirstByte * 4, Double(configuration.maxWindow))))
+        return max(configuration.fastLinkWindow, wanted)
     }
 
     /// One request for `range`, or its parts: cut at multiples of the part

@@ -33,12 +33,12 @@ import Glibc
 ///   the bytes asked for. Blocks this process wrote need no check.
 /// - `store(blocks:of:)` hands blocks to a background writer; until they
 ///   land they are served from memory, so a read right after a download
-///   never misses. It never waits: its callers are on the path of a FUSE
-///   reply (and of the transport's one thread), so the queue is bounded by
-///   `maxPendingBytes` and what does not fit is not cached, counted in
-///   `bucketfs_block_cache_dropped_total`. A `pwrite` into the page cache
-///   keeps up with a loopback download (docs/performance.md), so the
-///   bound is reached only when the disk's writeback throttles the writer.
+///   never misses. It never waits: its callers are the transport's one
+///   thread and the path of a FUSE reply. Instead, once the writer is
+///   `readsWaitAbove` bytes behind, reads wait in `waitForWriter()` before
+///   they reply (`CacheWriteBacklog`), which holds the reader and its
+///   read-ahead back; what does not fit under `maxPendingBytes` is not
+///   cached, counted in `bucketfs_block_cache_dropped_total`.
 public final class BlockCache: Sendable {
     public struct Key: Hashable, Sendable, CustomStringConvertible {
         public var objectName: String
@@ -66,7 +66,16 @@ public final class BlockCache: Sendable {
 
     private struct Queue: Sendable {
         var blocks: [Key: Data] = [:]
-        var bytes = 0
+        var backlog: CacheWriteBacklog
+        /// The reads `backlog` holds, with the timer that ends each wait.
+        var waits: [UInt64: (reader: CheckedContinuation<Void, Never>, timer: Task<Void, Never>?)] = [:]
+        var nextWait: UInt64 = 0
+
+        /// The waits `ids` names, removed (each is resumed exactly once: by
+        /// whoever takes it).
+        mutating func take(_ ids: [UInt64]) -> [(reader: CheckedContinuation<Void, Never>, timer: Task<Void, Never>?)] {
+            ids.compactMap { waits.removeValue(forKey: $0) }
+        }
     }
 
     public let directory: String
@@ -77,16 +86,23 @@ public final class BlockCache: Sendable {
     public let maxBlocks: Int
     public let blockSize: Int
     /// Memory queued background writes may hold; beyond it `store` does
-    /// not cache the blocks (counted) rather than make a FUSE reply wait
-    /// for the disk or let memory grow without bound. 96 MiB: with 32 MiB
-    /// a cold read at 580 MiB/s on loopback left 227 of 256 blocks cached
-    /// (the writer shares two cores with the read), with 96 MiB all 256.
+    /// not cache the blocks (counted) rather than let memory grow without
+    /// bound. 160 MiB: `readsWaitAbove` plus the largest read-ahead window
+    /// (64 MiB), what a held reader's downloads still bring.
     public let maxPendingBytes: Int
+    /// Queued bytes above which reads wait for the writer. 96 MiB: with
+    /// that as the only bound (blocks beyond it dropped, no read held), a
+    /// cold 256 MiB read on two loopback cores cached all its blocks in
+    /// one bench round of three, and 234 and 236 in the others.
+    public let readsWaitAbove: Int
+    /// The longest a read waits for the writer; a wait that long marks the
+    /// writer stalled (`CacheWriteBacklog`).
+    public let longestWait: Duration
     private let logger: Logger
     private let files: ChunkFiles
     // Leaf locks, never held together; file I/O happens outside them.
     private let index: OrderedLock<BlockCacheIndex>
-    private let queue = OrderedLock("block cache write queue", Queue())
+    private let queue: OrderedLock<Queue>
     /// Where queued blocks are written, one after another, off the
     /// cooperative pool: a write blocks in pwrite, and the pool has one
     /// thread per core.
@@ -95,7 +111,8 @@ public final class BlockCache: Sendable {
     /// `writer` is the serial queue background writes run on (tests pass
     /// one they suspend, to hold writes queued).
     public init(
-        directory: String, capacity: Int64, blockSize: Int = 1 << 20, maxBlocks: Int? = nil, maxPendingBytes: Int = 96 << 20,
+        directory: String, capacity: Int64, blockSize: Int = 1 << 20, maxBlocks: Int? = nil,
+        maxPendingBytes: Int = 160 << 20, readsWaitAbove: Int = 96 << 20, longestWait: Duration = .seconds(2),
         writer: DispatchQueue = DispatchQueue(label: "bucketfs.block-cache.writes"),
         logger: Logger = Logger(label: "bucketfs.cache")
     ) throws {
@@ -104,6 +121,10 @@ public final class BlockCache: Sendable {
         self.maxBlocks = max(1, maxBlocks ?? max(Self.defaultMaxBlocks, Int(capacity / Int64(max(1, blockSize)))))
         self.blockSize = blockSize
         self.maxPendingBytes = maxPendingBytes
+        self.readsWaitAbove = min(readsWaitAbove, maxPendingBytes)
+        self.longestWait = longestWait
+        self.queue = OrderedLock("block cache write queue", Queue(
+            backlog: CacheWriteBacklog(readsWaitAbove: readsWaitAbove, dropAbove: maxPendingBytes)))
         self.writer = writer
         self.logger = logger
         self.files = ChunkFiles(directory: directory + "/chunks", blockSize: blockSize)
@@ -229,15 +250,14 @@ public final class BlockCache: Sendable {
     public func store(blocks: [(key: Key, range: Range<Int>)], of buffer: Data) {
         let cost = buffer.count
         let queued = queue.withLock { queue -> [(key: Key, data: Data)]? in
-            guard queue.bytes + cost <= maxPendingBytes else { return nil }
-            var queued: [(key: Key, data: Data)] = []
-            for (key, range) in blocks where queue.blocks[key] == nil {
+            let fresh = blocks.filter { queue.blocks[$0.key] == nil }
+            guard !fresh.isEmpty else { return [] }
+            guard queue.backlog.offered(cost) else { return nil }
+            return fresh.map { key, range in
                 let data = buffer[(buffer.startIndex + range.lowerBound)..<(buffer.startIndex + range.upperBound)]
                 queue.blocks[key] = data
-                queued.append((key, data))
+                return (key, data)
             }
-            if !queued.isEmpty { queue.bytes += cost }
-            return queued
         }
         guard let queued else {
             FileSystemMetrics.blockCacheDropped.increment(by: blocks.count)
@@ -250,7 +270,58 @@ public final class BlockCache: Sendable {
                 write(key, data)
                 queue.withLock { _ = $0.blocks.removeValue(forKey: key) }
             }
-            queue.withLock { $0.bytes -= cost }
+            resume(queue.withLock { queue in queue.take(queue.backlog.written(cost)) })
+        }
+    }
+
+    /// Returns once the background writer is less than `readsWaitAbove`
+    /// bytes behind, or at once if it is not that far behind; a read calls
+    /// it before it replies (`CacheWriteBacklog` says why). Ends early when
+    /// the caller's task is cancelled, and after `longestWait` at most.
+    public func waitForWriter() async {
+        let id: UInt64? = queue.withLock { queue in
+            guard queue.backlog.queuedBytes > queue.backlog.readsWaitAbove else { return nil }
+            defer { queue.nextWait += 1 }
+            return queue.nextWait
+        }
+        guard let id else { return }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (reader: CheckedContinuation<Void, Never>) in
+                let waits = queue.withLock { queue -> Bool in
+                    guard queue.backlog.readArrived(id) else { return false }
+                    queue.waits[id] = (reader, nil)
+                    return true
+                }
+                guard waits else { return reader.resume() }
+                let timer = Task { [self, longestWait] in
+                    guard (try? await Task.sleep(for: longestWait)) != nil else { return }
+                    resume(queue.withLock { queue in queue.take(queue.backlog.timedOut(id)) })
+                }
+                let ended = queue.withLock { queue -> Bool in
+                    guard queue.waits[id] != nil else { return true }
+                    queue.waits[id]?.timer = timer
+                    return false
+                }
+                if ended { timer.cancel() }
+                // Cancelled before the wait was recorded: the handler
+                // below found nothing to end.
+                if Task.isCancelled { endCancelledWait(id) }
+            }
+        } onCancel: {
+            endCancelledWait(id)
+        }
+    }
+
+    private func endCancelledWait(_ id: UInt64) {
+        resume(queue.withLock { queue in queue.backlog.cancelled(id) ? queue.take([id]) : [] })
+    }
+
+    /// Resumes the reads `waits` names (outside the lock), stopping their
+    /// timers.
+    private func resume(_ waits: [(reader: CheckedContinuation<Void, Never>, timer: Task<Void, Never>?)]) {
+        for wait in waits {
+            wait.timer?.cancel()
+            wait.reader.resume()
         }
     }
 
@@ -293,3 +364,4 @@ public final class BlockCache: Sendable {
         }
     }
 }
+

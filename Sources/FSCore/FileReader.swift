@@ -109,6 +109,9 @@ final class FileReader: Sendable {
                 }
             }
         }
+        // A cache writer far behind holds the reader back, and with it the
+        // read-ahead, rather than let the blocks go uncached.
+        await cache?.waitForWriter()
         return Self.joined(pieces, count: wanted.count)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import FSCore
 
@@ -202,5 +203,79 @@ struct BlockCacheQueueTests {
         cache.store(blocks: [(key(2), 0..<100)], of: bytes(100, seed: 4))
         await cache.waitForPendingWrites()
         #expect(cache.blockCount == 3, "the queue has room again once written")
+    }
+
+    /// Whether `task` is still running after `delay`.
+    private func stillRunning(_ task: Task<Void, Never>, after delay: Duration) async -> Bool {
+        let done = Mutex(false)
+        let watcher = Task { await task.value; done.withLock { $0 = true } }
+        try? await Task.sleep(for: delay)
+        defer { watcher.cancel() }
+        return !done.withLock { $0 }
+    }
+
+    /// A read waits while the writer is more than `readsWaitAbove` behind,
+    /// and goes on once the writer has caught up.
+    @Test func aReadWaitsForAWriterFarBehind() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let writer = DispatchQueue(label: "held writes")
+        writer.suspend()
+        let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: 100, maxPendingBytes: 1000, readsWaitAbove: 150,
+                                   longestWait: .seconds(60), writer: writer)
+        func key(_ index: Int64) -> BlockCache.Key { BlockCache.Key(objectName: "o", generation: 1, index: index) }
+        cache.store(key(0), bytes(100))
+        await cache.waitForWriter()  // 100 queued: under the bound, no wait
+        cache.store(key(1), bytes(100, seed: 1))
+        let read = Task { await cache.waitForWriter() }
+        #expect(await stillRunning(read, after: .milliseconds(200)), "200 queued: the read waits")
+        writer.resume()
+        await read.value
+        await cache.waitForPendingWrites()
+        #expect(cache.blockCount == 2)
+    }
+
+    /// A writer that finishes nothing (a disk that hangs) holds a read for
+    /// `longestWait` at most; after that reads go on until it writes again.
+    @Test func aStalledWriterHoldsAReadNoLongerThanTheLongestWait() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let writer = DispatchQueue(label: "held writes")
+        writer.suspend()
+        let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: 100, maxPendingBytes: 1000, readsWaitAbove: 150,
+                                   longestWait: .milliseconds(100), writer: writer)
+        func key(_ index: Int64) -> BlockCache.Key { BlockCache.Key(objectName: "o", generation: 1, index: index) }
+        cache.store(key(0), bytes(100))
+        cache.store(key(1), bytes(100, seed: 1))
+        let clock = ContinuousClock()
+        let waited = await clock.measure { await cache.waitForWriter() }
+        #expect(waited >= .milliseconds(100) && waited < .seconds(30), "\(waited)")
+        let next = await clock.measure { await cache.waitForWriter() }
+        #expect(next < .milliseconds(100), "a stalled writer holds no more reads: \(next)")
+        writer.resume()
+        await cache.waitForPendingWrites()
+        #expect(cache.blockCount == 2)
+    }
+
+    /// An interrupted read stops waiting at once; the writer is not marked
+    /// stalled, so the next read still waits.
+    @Test func anInterruptedReadStopsWaiting() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let writer = DispatchQueue(label: "held writes")
+        writer.suspend()
+        let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: 100, maxPendingBytes: 1000, readsWaitAbove: 150,
+                                   longestWait: .seconds(60), writer: writer)
+        func key(_ index: Int64) -> BlockCache.Key { BlockCache.Key(objectName: "o", generation: 1, index: index) }
+        cache.store(key(0), bytes(100))
+        cache.store(key(1), bytes(100, seed: 1))
+        let interrupted = Task { await cache.waitForWriter() }
+        try await Task.sleep(for: .milliseconds(50))
+        interrupted.cancel()
+        await interrupted.value
+        let next = Task { await cache.waitForWriter() }
+        #expect(await stillRunning(next, after: .milliseconds(200)))
+        writer.resume()
+        await next.value
     }
 }

@@ -18,6 +18,8 @@ bench_row seq_floor "the same read on an in-memory C FUSE filesystem (MiB/s; the
 bench_row seq_stream_floor "the same read on a C FUSE filesystem that streams it from the server (MiB/s; the floor of a FUSE mount fed by this server, curl column)"
 bench_row seq_paired "the cold read against that streaming floor run just before it, round by round (median of the rounds' ratios; the floors themselves in brackets)"
 bench_row reread_paired "the block-cache re-read against the in-memory floor run just before it, round by round (the same)"
+bench_row seq_nocache "the cold read with no block cache (--cache-size 0), a fresh mount (MiB/s)"
+bench_row seq_nocache_paired "that read against the streaming floor run just before it, round by round (beside the cold read's pair: what writing every block to the cache costs)"
 
 # the object, in the bucket and in $WORK/big.bin (once; other groups use it)
 ensure_big_object() {
@@ -125,7 +127,7 @@ fs_seq() { # MP: dd of the big file alone, then the bytes compared; prints MiB/s
 
 read_fs() {
     local col="$1" round row rows=(seq reread_page reread_block) paired=()
-    [[ "$col" != bucketfs ]] || paired=(seq_paired reread_paired)
+    [[ "$col" != bucketfs ]] || paired=(seq_paired reread_paired seq_nocache seq_nocache_paired)
     rows+=("${paired[@]}")
     for round in $(seq 1 "$READ_ROUNDS"); do
         # a round whose mount fails keeps no ratio of an earlier round
@@ -201,6 +203,15 @@ read_round() {
     fi
     note_peak "$col"
     unmount_current
+    [[ "$col" == bucketfs ]] || return 0
+    # The cold read once more on a mount without a block cache: beside the
+    # cold read's own pair, what caching every block costs on these cores.
+    CUR_COL=bucketfs
+    mount_bucketfs "nc$name" "$BASE" "" "${BUCKETFS_FLAGS[@]}" --cache-size 0 || { fail_cells "$col" "mount failed" seq_nocache; unmount_current; return 0; }
+    floor_then seq_nocache_paired stream_floor_seq seq_nocache "$col"
+    measure seq_nocache "$col" fs_seq "$CUR_MP"
+    paired_cell seq_nocache_paired seq_nocache "$col"
+    unmount_current
 }
 
 read_notes() {
@@ -215,4 +226,6 @@ read_notes() {
     echo "Paired rows: in each of bucketfs's rounds the floor's dd runs right before bucketfs's (the stream floor before the"
     echo "cold read, once the mount is up; the in-memory floor before the block-cache re-read), and the cell is the median of"
     echo "the rounds' bucketfs/floor ratios, so a moment when this machine is slow weighs on both sides of a ratio."
+    echo "No block cache: each round ends with the cold read once more on a fresh mount with --cache-size 0, paired with"
+    echo "the stream floor the same way; beside the cold read's pair it shows what writing every block to the cache costs."
 }

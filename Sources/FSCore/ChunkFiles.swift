@@ -110,9 +110,19 @@ final class ChunkFiles: Sendable {
     // MARK: - Slots
 
     /// Writes `payload`, then `header`, into `slot`.
+    ///
+    /// The slot's pages are allocated first, in one `fallocate` (as
+    /// unwritten extents, which read as zeros until written back), so the
+    /// `pwrite`s into a hole need no delayed allocation page by page: in a
+    /// perf profile of a cold 256 MiB read into an empty cache, ext4's
+    /// per-block reservation (`ext4_da_get_block_prep`) was 11% of the
+    /// mount's CPU and 2% after; ten alternating rounds, 19.5 ticks of CPU
+    /// against 21 at the median. Best effort: where it fails (no
+    /// `fallocate`, a full disk) the writes allocate as before, or fail.
     func write(slot: Int, header: Data, payload: Data) -> Bool {
         guard let fd = descriptor(forSlot: slot, create: true) else { return false }
         let base = offset(of: slot)
+        Self.allocate(fd, offset: base, length: Self.cost(ofLength: payload.count))
         return BlockFile.writeAll(fd, payload, at: base + Int64(BlockFile.headerSize)) && BlockFile.writeAll(fd, header, at: base)
     }
 
@@ -164,6 +174,14 @@ final class ChunkFiles: Sendable {
     private static func punchHole(_ fd: Int32, offset: Int64, length: Int64) -> Bool {
         guard let fallocate = fallocateFunction else { return false }
         return fallocate(fd, fallocatePunchHole | fallocateKeepSize, off_t(offset), off_t(length)) == 0
+    }
+
+    /// Allocates `length` bytes at `offset` within the file's size; false
+    /// where the filesystem cannot.
+    @discardableResult
+    private static func allocate(_ fd: Int32, offset: Int64, length: Int64) -> Bool {
+        guard let fallocate = fallocateFunction else { return false }
+        return fallocate(fd, fallocateKeepSize, off_t(offset), off_t(length)) == 0
     }
 
     private static let fallocatePunchHole: Int32 = 0x02  // FALLOC_FL_PUNCH_HOLE

@@ -285,14 +285,16 @@ public final class BlockCache: Sendable {
             return queue.nextWait
         }
         guard let id else { return }
+        let started = ContinuousClock.now
+        var held = false
         await withTaskCancellationHandler {
             await withCheckedContinuation { (reader: CheckedContinuation<Void, Never>) in
-                let waits = queue.withLock { queue -> Bool in
+                held = queue.withLock { queue -> Bool in
                     guard queue.backlog.readArrived(id) else { return false }
                     queue.waits[id] = (reader, nil)
                     return true
                 }
-                guard waits else { return reader.resume() }
+                guard held else { return reader.resume() }
                 let timer = Task { [self, longestWait] in
                     guard (try? await Task.sleep(for: longestWait)) != nil else { return }
                     resume(queue.withLock { queue in queue.take(queue.backlog.timedOut(id)) })
@@ -309,6 +311,10 @@ public final class BlockCache: Sendable {
             }
         } onCancel: {
             endCancelledWait(id)
+        }
+        if held {
+            FileSystemMetrics.blockCacheWriteWaits.increment()
+            FileSystemMetrics.blockCacheWriteWaitSeconds.increment(by: (ContinuousClock.now - started).seconds)
         }
     }
 

@@ -11,6 +11,10 @@ import CoreMetrics
 ///   downloads because the cache lacks it is a miss too.
 /// - `bucketfs_block_cache_dropped_total`: downloaded blocks not cached
 ///   because the cache's write queue was full (the disk fell behind).
+/// - `bucketfs_block_cache_write_waits_total`,
+///   `bucketfs_block_cache_write_wait_seconds_total`: reads held until the
+///   cache's writer caught up (`CacheWriteBacklog`), and for how long in
+///   all: a disk or a CPU slower than the downloads.
 ///
 /// Gauges (cache size, read-ahead in use, uploads in flight, recovery
 /// entries) are read from `FileSystem.status()` when scraped. The counters
@@ -21,4 +25,6 @@ enum FileSystemMetrics {
     static let blockCacheHits = Counter(label: "bucketfs_block_cache_hits_total")
     static let blockCacheMisses = Counter(label: "bucketfs_block_cache_misses_total")
     static let blockCacheDropped = Counter(label: "bucketfs_block_cache_dropped_total")
+    static let blockCacheWriteWaits = Counter(label: "bucketfs_block_cache_write_waits_total")
+    static let blockCacheWriteWaitSeconds = FloatingPointCounter(label: "bucketfs_block_cache_write_wait_seconds_total")
 }

@@ -214,68 +214,67 @@ struct BlockCacheQueueTests {
         return !done.withLock { $0 }
     }
 
+    /// A cache of 100-byte blocks whose writer is held (a suspended queue)
+    /// with `queued` blocks in its queue; reads wait past 150 queued bytes.
+    private struct HeldWriter {
+        let dir = temporaryDirectory()
+        let writer = DispatchQueue(label: "held writes")
+        let cache: BlockCache
+
+        init(queued: Int, longestWait: Duration = .seconds(60)) throws {
+            writer.suspend()
+            cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: 100, maxPendingBytes: 1000, readsWaitAbove: 150,
+                                   longestWait: longestWait, writer: writer)
+            for index in 0..<queued { store(index) }
+        }
+
+        func store(_ index: Int) {
+            cache.store(BlockCache.Key(objectName: "o", generation: 1, index: Int64(index)), bytes(100, seed: index))
+        }
+    }
+
     /// A read waits while the writer is more than `readsWaitAbove` behind,
     /// and goes on once the writer has caught up.
     @Test func aReadWaitsForAWriterFarBehind() async throws {
-        let dir = temporaryDirectory()
-        defer { removeDirectory(dir) }
-        let writer = DispatchQueue(label: "held writes")
-        writer.suspend()
-        let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: 100, maxPendingBytes: 1000, readsWaitAbove: 150,
-                                   longestWait: .seconds(60), writer: writer)
-        func key(_ index: Int64) -> BlockCache.Key { BlockCache.Key(objectName: "o", generation: 1, index: index) }
-        cache.store(key(0), bytes(100))
-        await cache.waitForWriter()  // 100 queued: under the bound, no wait
-        cache.store(key(1), bytes(100, seed: 1))
-        let read = Task { await cache.waitForWriter() }
+        let held = try HeldWriter(queued: 1)
+        defer { removeDirectory(held.dir) }
+        await held.cache.waitForWriter()  // 100 queued: under the bound, no wait
+        held.store(1)
+        let read = Task { await held.cache.waitForWriter() }
         #expect(await stillRunning(read, after: .milliseconds(200)), "200 queued: the read waits")
-        writer.resume()
+        held.writer.resume()
         await read.value
-        await cache.waitForPendingWrites()
-        #expect(cache.blockCount == 2)
+        await held.cache.waitForPendingWrites()
+        #expect(held.cache.blockCount == 2)
     }
 
     /// A writer that finishes nothing (a disk that hangs) holds a read for
     /// `longestWait` at most; after that reads go on until it writes again.
     @Test func aStalledWriterHoldsAReadNoLongerThanTheLongestWait() async throws {
-        let dir = temporaryDirectory()
-        defer { removeDirectory(dir) }
-        let writer = DispatchQueue(label: "held writes")
-        writer.suspend()
-        let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: 100, maxPendingBytes: 1000, readsWaitAbove: 150,
-                                   longestWait: .milliseconds(100), writer: writer)
-        func key(_ index: Int64) -> BlockCache.Key { BlockCache.Key(objectName: "o", generation: 1, index: index) }
-        cache.store(key(0), bytes(100))
-        cache.store(key(1), bytes(100, seed: 1))
+        let held = try HeldWriter(queued: 2, longestWait: .milliseconds(100))
+        defer { removeDirectory(held.dir) }
         let clock = ContinuousClock()
-        let waited = await clock.measure { await cache.waitForWriter() }
+        let waited = await clock.measure { await held.cache.waitForWriter() }
         #expect(waited >= .milliseconds(100) && waited < .seconds(30), "\(waited)")
-        let next = await clock.measure { await cache.waitForWriter() }
+        let next = await clock.measure { await held.cache.waitForWriter() }
         #expect(next < .milliseconds(100), "a stalled writer holds no more reads: \(next)")
-        writer.resume()
-        await cache.waitForPendingWrites()
-        #expect(cache.blockCount == 2)
+        held.writer.resume()
+        await held.cache.waitForPendingWrites()
+        #expect(held.cache.blockCount == 2)
     }
 
     /// An interrupted read stops waiting at once; the writer is not marked
     /// stalled, so the next read still waits.
     @Test func anInterruptedReadStopsWaiting() async throws {
-        let dir = temporaryDirectory()
-        defer { removeDirectory(dir) }
-        let writer = DispatchQueue(label: "held writes")
-        writer.suspend()
-        let cache = try BlockCache(directory: dir, capacity: 1 << 20, blockSize: 100, maxPendingBytes: 1000, readsWaitAbove: 150,
-                                   longestWait: .seconds(60), writer: writer)
-        func key(_ index: Int64) -> BlockCache.Key { BlockCache.Key(objectName: "o", generation: 1, index: index) }
-        cache.store(key(0), bytes(100))
-        cache.store(key(1), bytes(100, seed: 1))
-        let interrupted = Task { await cache.waitForWriter() }
+        let held = try HeldWriter(queued: 2)
+        defer { removeDirectory(held.dir) }
+        let interrupted = Task { await held.cache.waitForWriter() }
         try await Task.sleep(for: .milliseconds(50))
         interrupted.cancel()
         await interrupted.value
-        let next = Task { await cache.waitForWriter() }
+        let next = Task { await held.cache.waitForWriter() }
         #expect(await stillRunning(next, after: .milliseconds(200)))
-        writer.resume()
+        held.writer.resume()
         await next.value
     }
 }

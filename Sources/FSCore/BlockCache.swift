@@ -90,11 +90,6 @@ public final class BlockCache: Sendable {
     /// bound. 160 MiB: `readsWaitAbove` plus the largest read-ahead window
     /// (64 MiB), what a held reader's downloads still bring.
     public let maxPendingBytes: Int
-    /// Queued bytes above which reads wait for the writer. 96 MiB: with
-    /// that as the only bound (blocks beyond it dropped, no read held), a
-    /// cold 256 MiB read on two loopback cores cached all its blocks in
-    /// one bench round of three, and 234 and 236 in the others.
-    public let readsWaitAbove: Int
     /// The longest a read waits for the writer; a wait that long marks the
     /// writer stalled (`CacheWriteBacklog`).
     public let longestWait: Duration
@@ -108,6 +103,11 @@ public final class BlockCache: Sendable {
     /// thread per core.
     private let writer: DispatchQueue
 
+    /// `readsWaitAbove`: queued bytes above which reads wait for the
+    /// writer. 96 MiB: with that as the only bound (blocks beyond it
+    /// dropped, no read held), a cold 256 MiB read on two loopback cores
+    /// cached all its blocks in one bench round of three, and 234 and 236
+    /// in the others.
     /// `writer` is the serial queue background writes run on (tests pass
     /// one they suspend, to hold writes queued).
     public init(
@@ -121,7 +121,6 @@ public final class BlockCache: Sendable {
         self.maxBlocks = max(1, maxBlocks ?? max(Self.defaultMaxBlocks, Int(capacity / Int64(max(1, blockSize)))))
         self.blockSize = blockSize
         self.maxPendingBytes = maxPendingBytes
-        self.readsWaitAbove = min(readsWaitAbove, maxPendingBytes)
         self.longestWait = longestWait
         self.queue = OrderedLock("block cache write queue", Queue(
             backlog: CacheWriteBacklog(readsWaitAbove: readsWaitAbove, dropAbove: maxPendingBytes)))
@@ -280,7 +279,7 @@ public final class BlockCache: Sendable {
     /// the caller's task is cancelled, and after `longestWait` at most.
     public func waitForWriter() async {
         let id: UInt64? = queue.withLock { queue in
-            guard queue.backlog.queuedBytes > queue.backlog.readsWaitAbove else { return nil }
+            guard queue.backlog.holdsReads else { return nil }
             defer { queue.nextWait += 1 }
             return queue.nextWait
         }

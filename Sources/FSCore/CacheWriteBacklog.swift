@@ -47,10 +47,13 @@ struct CacheWriteBacklog: Sendable, Equatable {
         return true
     }
 
+    /// Whether a read arriving now would wait.
+    var holdsReads: Bool { queuedBytes > readsWaitAbove && !stalled }
+
     /// A read with its bytes in hand asks to reply: false, it goes on;
     /// true, it waits as `id` until `written` or `timedOut` names it.
     mutating func readArrived(_ id: UInt64) -> Bool {
-        guard queuedBytes > readsWaitAbove, !stalled else { return false }
+        guard holdsReads else { return false }
         waiting.append(id)
         return true
     }

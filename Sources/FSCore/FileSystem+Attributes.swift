@@ -35,7 +35,10 @@ extension FileSystem {
             }
             if target.kind != .directory, let staged = state.withLock({ $0.staged[inode] }), writeBack.rideAlong(staged, { s in
                 for (key, value) in keys where key != AttributeMapper.mtimeKey { s.pendingMetadata[key] = value }
-                if let mtime = changes.modificationTime { s.modificationTime = Self.timestamp(mtime) }
+                if let mtime = changes.modificationTime {
+                    s.modificationTime = Self.timestamp(mtime)
+                    s.modificationTimeWasSet = true
+                }
             }) {
                 // Goes with the coming upload.
             } else {

@@ -90,7 +90,9 @@ extension FileSystem {
         var current = try await attributeCarrier(of: inode, record)
         for attempt in 1...2 {
             try check(current)
-            try ExtendedAttributeRules.checkTotal(patch, on: current?.customMetadata ?? [:])
+            // Counting the mtime key the PATCH may add (`ObjectMetadataWriter`).
+            let sent = current.map { ObjectMetadataWriter.keepingModificationTime(patch, of: $0) } ?? patch
+            try ExtendedAttributeRules.checkTotal(sent, on: current?.customMetadata ?? [:])
             switch await ObjectMetadataWriter(store: store).apply(patch, to: object, current: current) {
             case .success(let updated):
                 remember(updated, for: record, now: clock.now)

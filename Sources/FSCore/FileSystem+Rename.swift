@@ -111,10 +111,11 @@ extension FileSystem {
             try await staged.fetchAll()
         }
         let info = try await currentInfo(source)
-        let copied: ObjectInfo
+        var copied: ObjectInfo
         do {
             copied = try await store.copy(
                 objectName(source), to: objectName(target), ifSourceGenerationMatch: info.generation, ifGenerationMatch: ifTargetGeneration)
+            copied = await keepModificationTime(of: info, on: copied)
         } catch .preconditionFailed(let message) {
             let now = clock.now
             state.withLock { s in
@@ -158,7 +159,7 @@ extension FileSystem {
         let copies = try await forEach(objects, "copy") { (object: ObjectInfo) async throws(StoreError) -> (ObjectInfo, ObjectInfo) in
             let destination = targetName + object.name.dropFirst(sourceName.count)
             let copied = try await self.store.copy(object.name, to: destination, ifSourceGenerationMatch: object.generation, ifGenerationMatch: nil)
-            return (object, copied)
+            return (object, await self.keepModificationTime(of: object, on: copied))
         }
         moveReaders(copies)
         _ = try await forEach(objects, "delete") { (object: ObjectInfo) async throws(StoreError) in
@@ -185,6 +186,17 @@ extension FileSystem {
             s.metadata.apply(.renamed(from: source, to: target, file: nil), now: now)
         }
         for (_, staged) in pending { writeBack.renamed(staged) }
+    }
+
+    /// `copy` with `source`'s mtime (`ObjectMetadataWriter.keepModificationTime`);
+    /// if that PATCH fails the rename stands, with only the mtime moved.
+    private func keepModificationTime(of source: ObjectInfo, on copy: ObjectInfo) async -> ObjectInfo {
+        switch await ObjectMetadataWriter(store: store).keepModificationTime(of: source, on: copy) {
+        case .success(let pinned): return pinned
+        case .failure(let error):
+            logger.warning("renamed, but the copy's mtime is the rename's", metadata: ["object": "\(copy.name)", "cause": "\(error)"])
+            return copy
+        }
     }
 
     /// Descriptors open for reading follow a renamed file, as on a local

@@ -8,7 +8,8 @@ import Glibc
 /// Only flush (every close), fsync and release upload, and only a dirty
 /// file: `put` of the whole staged file with the generation it replaces as
 /// `ifGenerationMatch` (0 for a new file), its content type and custom
-/// metadata kept, `goog-reserved-file-mtime` set to the local mtime. If the
+/// metadata kept, `goog-reserved-file-mtime` only if the mtime was set after
+/// the last write (`WriteBackStore.uploadMetadata`). If the
 /// precondition fails, ESTALE and nothing is overwritten; if the store
 /// refuses the write (credentials, IAM, Security Rules), EACCES; any other
 /// failure is EIO. Either way the bytes are copied to the recovery folder

@@ -16,10 +16,40 @@ struct ObjectMetadataWriter: Sendable {
     func apply(_ patch: MetadataPatch, to object: String, current: ObjectInfo?) async -> Result<ObjectInfo, StoreError> {
         do {
             guard let current else { return .success(try await createPlaceholder(object, carrying: patch)) }
-            return .success(try await store.patch(object, patch, ifMetagenerationMatch: current.metageneration))
+            let pinned = Self.keepingModificationTime(patch, of: current)
+            return .success(try await store.patch(object, pinned, ifMetagenerationMatch: current.metageneration))
         } catch {
             return .failure(error)
         }
+    }
+
+    /// The copy a rename made, carrying its source's mtime: a copy is a new
+    /// object with a new `updated`, so a source whose mtime was its
+    /// `updated` (no `goog-reserved-file-mtime`) would show the rename's
+    /// time. One PATCH, only then. If it fails the rename still happened;
+    /// the caller logs that only the mtime moved.
+    func keepModificationTime(of source: ObjectInfo, on copy: ObjectInfo) async -> Result<ObjectInfo, StoreError> {
+        let pinned = Self.keepingModificationTime(MetadataPatch(), of: copy, shown: AttributeMapper.modificationTime(source))
+        guard pinned != MetadataPatch() else { return .success(copy) }
+        do {
+            return .success(try await store.patch(copy.name, pinned, ifMetagenerationMatch: copy.metageneration))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// `patch`, plus the mtime `shown` (by default `object`'s own) stored as
+    /// `goog-reserved-file-mtime` when `object` has no such key and the
+    /// patch sets none: a file written through a mount keeps its mtime only
+    /// as `updated` (semantics.md#mtime-stored), which every PATCH moves,
+    /// and a chmod, chown or setxattr must not change the mtime. Whole
+    /// seconds, as `gcloud storage` writes the key.
+    static func keepingModificationTime(_ patch: MetadataPatch, of object: ObjectInfo, shown: Timestamp? = nil) -> MetadataPatch {
+        let key = AttributeMapper.mtimeKey
+        guard object.customMetadata[key] == nil, !patch.customMetadata.keys.contains(key) else { return patch }
+        var pinned = patch
+        pinned.customMetadata[key] = .some(String((shown ?? AttributeMapper.modificationTime(object)).seconds))
+        return pinned
     }
 
     /// Uploads the placeholder `object`, only if it is still absent,

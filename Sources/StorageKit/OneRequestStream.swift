@@ -2,12 +2,16 @@ import Foundation
 import Synchronization
 import Transport
 
-/// A single-request (multipart) upload of a file that is still being
-/// written sequentially: the request starts at once and its body follows
-/// the file as it grows (`GrowingFile`, chunked transfer encoding), so the
-/// object is stored as soon as the last byte is written, rather than one
-/// whole upload after it. For a store near enough that one connection is
-/// as fast as the machine; the JSON API only.
+/// A single-request upload of a file that is still being written
+/// sequentially: the request starts at once and its body follows the file
+/// as it grows (`GrowingFile`, chunked transfer encoding), so the object is
+/// stored as soon as the last byte is written, rather than one whole upload
+/// after it. For a store near enough that one connection is as fast as the
+/// machine; the JSON API only. With nothing to send but the name and the
+/// content type it is a media upload (`uploadType=media`, the type in the
+/// Content-Type header): the bytes alone, which a server parses with less
+/// work than a multipart body. Otherwise it is multipart, the object's
+/// resource first.
 ///
 ///     let upload = try ref.startOneRequestStream(fromFile: staged, metadata: nil, ifGenerationMatch: 0)
 ///     upload.send(upTo: 16 << 20)                  // as the file grows
@@ -50,11 +54,18 @@ public final class OneRequestStream: Sendable {
         let progress = self.progress
         self.file = GrowingFile(path: path, maxWait: maxWait) { bytes in progress.sentCRC.withLock { $0.update(bytes) } }
         self.resource = UploadResource(metadata: metadata, name: reference.fullPath)
-        let (body, contentType) = resource.multipart(.growing(file))
         let api = reference.api
-        let http = HTTPRequest(
-            method: .post, url: api.multipartUploadURL(ifGenerationMatch: ifGenerationMatch),
-            headers: ["Content-Type": contentType], body: body, isIdempotent: false)
+        let http: HTTPRequest
+        if resource.isContentTypeOnly {
+            http = HTTPRequest(
+                method: .post, url: api.mediaUploadURL(name: reference.fullPath, ifGenerationMatch: ifGenerationMatch),
+                headers: ["Content-Type": resource.contentType], body: .growing(file), isIdempotent: false)
+        } else {
+            let (body, contentType) = resource.multipart(.growing(file))
+            http = HTTPRequest(
+                method: .post, url: api.multipartUploadURL(ifGenerationMatch: ifGenerationMatch),
+                headers: ["Content-Type": contentType], body: body, isIdempotent: false)
+        }
         let name = reference.fullPath
         request = Task {
             let result: Result<StorageMetadata, StorageError>

@@ -247,6 +247,8 @@ struct UploadResource: Sendable {
     let contentType: String
     /// The custom metadata sent, to recognise an object an earlier attempt stored.
     let customMetadata: [String: String]
+    /// Nothing to send but the name and content type: a media upload says all.
+    let isContentTypeOnly: Bool
 
     init(metadata: StorageMetadata, name: String, crc32c: String? = nil) {
         contentType = metadata.contentType ?? "application/octet-stream"
@@ -254,6 +256,7 @@ struct UploadResource: Sendable {
         var resource = metadata.uploadJSON(name: name)
         resource["contentType"] = contentType
         if let crc32c { resource["crc32c"] = crc32c }
+        isContentTypeOnly = Set(resource.keys).isSubset(of: ["name", "contentType"])
         json = ObjectAPI.jsonBody(resource)
     }
 }

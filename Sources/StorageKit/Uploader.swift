@@ -207,6 +207,12 @@ extension UploadResource {
 }
 
 extension ObjectAPI {
+    /// The JSON API's URL for a media upload: the body is the bytes, the
+    /// name is in the query.
+    func mediaUploadURL(name: String, ifGenerationMatch: Int64?) -> String {
+        uploadURL([("uploadType", "media"), ("name", name), ("ifGenerationMatch", ifGenerationMatch.map(String.init))])
+    }
+
     /// The JSON API's URL for a multipart upload.
     func multipartUploadURL(ifGenerationMatch: Int64?) -> String {
         uploadURL([("uploadType", "multipart"), ("ifGenerationMatch", ifGenerationMatch.map(String.init))])

@@ -5,6 +5,10 @@ import Testing
 @Suite("getxattr, listxattr, setxattr, removexattr over the in-memory store")
 struct ExtendedAttributeTests {
     static let create = ExtendedAttributeRules.createFlag
+    let mtimeKey = AttributeMapper.mtimeKey
+
+    /// A time as a PATCH keeps an object's mtime: whole seconds.
+    static func seconds(_ date: Date) -> String { String(Timestamp(date).seconds) }
     static let replace = ExtendedAttributeRules.replaceFlag
 
     func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self) }
@@ -48,7 +52,7 @@ struct ExtendedAttributeTests {
 
     @Test func setAndRemoveAreOnePatchEach() async throws {
         let h = try Harness()
-        h.store.seed("d/f", customMetadata: ["keep": "k", "old": "o"])
+        let seeded = h.store.seed("d/f", customMetadata: ["keep": "k", "old": "o"])
         let d = try await h.lookup("d").attributes.inode
         _ = try await h.list(d)
         let f = try await h.lookup("d/f").attributes.inode
@@ -62,7 +66,9 @@ struct ExtendedAttributeTests {
         #expect(h.store.requestCounts == [.patch: 5], "one PATCH per change, no stat")
 
         let stored = try await h.store.stat("d/f")
-        #expect(stored.customMetadata == ["keep": "k", "location": "Yosemite, CA, USA"])
+        // The first PATCH also kept the mtime, which was the seeded object's
+        // `updated` (ObjectMetadataWriter.keepingModificationTime).
+        #expect(stored.customMetadata == ["keep": "k", "location": "Yosemite, CA, USA", mtimeKey: Self.seconds(seeded.updated)])
         #expect(stored.contentType == "text/markdown")
         #expect(stored.cacheControl == nil)
         #expect(stored.metageneration == 6)
@@ -80,7 +86,7 @@ struct ExtendedAttributeTests {
 
     @Test func flagsAndMissingAttributesAskNoPatch() async throws {
         let h = try Harness()
-        h.store.seed("f", customMetadata: ["a": "1"])
+        let seeded = h.store.seed("f", customMetadata: ["a": "1"])
         let f = try await h.lookup("f").attributes.inode
         h.store.resetCounters()
         await expectErrno(EEXIST) { try await h.fs.setxattr(f, name: "user.a", value: Data("2".utf8), flags: Self.create) }
@@ -91,7 +97,7 @@ struct ExtendedAttributeTests {
         #expect(h.store.totalRequests == 0)
         try await h.fs.setxattr(f, name: "user.a", value: Data("3".utf8), flags: Self.replace)
         try await h.fs.setxattr(f, name: "user.b", value: Data("4".utf8), flags: Self.create)
-        #expect(try await h.store.stat("f").customMetadata == ["a": "3", "b": "4"])
+        #expect(try await h.store.stat("f").customMetadata == ["a": "3", "b": "4", mtimeKey: Self.seconds(seeded.updated)])
     }
 
     @Test func refusedChangesAskNothing() async throws {
@@ -125,12 +131,13 @@ struct ExtendedAttributeTests {
         // Someone else adds a key after the mount read the object.
         var other = MetadataPatch()
         other.customMetadata["theirs"] = "t"
-        _ = try await h.store.patch("f", other, ifMetagenerationMatch: nil)
+        let changed = try await h.store.patch("f", other, ifMetagenerationMatch: nil)
         h.store.resetCounters()
 
         try await h.fs.setxattr(f, name: "user.mine", value: Data("m".utf8), flags: 0)
         #expect(h.store.requestCounts == [.patch: 2, .stat: 1], "412, a fresh stat, then the PATCH that lands")
-        #expect(try await h.store.stat("f").customMetadata == ["a": "1", "theirs": "t", "mine": "m"])
+        #expect(try await h.store.stat("f").customMetadata == ["a": "1", "theirs": "t", "mine": "m", mtimeKey: Self.seconds(changed.updated)],
+                "the mtime kept is the one of the object the PATCH landed on")
         #expect(try await h.fs.listxattr(f) == ["user.a", "user.mine", "user.theirs"])
 
         // XATTR_CREATE is judged against what is really there after the race.
@@ -168,7 +175,7 @@ struct ExtendedAttributeTests {
 
     @Test func placeholderDirectoriesCarryAttributes() async throws {
         let h = try Harness()
-        h.store.seed("p/", customMetadata: ["colour": "green", "goog-reserved-posix-mode": "700"])
+        let placeholder = h.store.seed("p/", customMetadata: ["colour": "green", "goog-reserved-posix-mode": "700"])
         h.store.seed("p/inside")
         let p = try await h.lookup("p").attributes.inode
         h.store.resetCounters()
@@ -179,7 +186,7 @@ struct ExtendedAttributeTests {
         try await h.fs.setxattr(p, name: "user.shape", value: Data("round".utf8), flags: 0)
         try await h.fs.removexattr(p, name: "user.colour")
         #expect(h.store.requestCounts == [.patch: 2])
-        #expect(try await h.store.stat("p/").customMetadata == ["goog-reserved-posix-mode": "700", "shape": "round"])
+        #expect(try await h.store.stat("p/").customMetadata == ["goog-reserved-posix-mode": "700", "shape": "round", mtimeKey: Self.seconds(placeholder.updated)])
 
         // A listing carries the placeholder's metadata too (the JSON API
         // returns it with includeTrailingDelimiter): no stat.
@@ -228,12 +235,12 @@ struct ExtendedAttributeTests {
         #expect(try await h.fs.listxattr(i) == [])
         // Another client creates the placeholder between our stat (made to
         // miss it) and our upload, whose ifGenerationMatch=0 then fails.
-        h.store.seed("i/", customMetadata: ["theirs": "t"])
+        let theirs = h.store.seed("i/", customMetadata: ["theirs": "t"])
         h.store.failNext(1, with: .notFound("i/"), operations: [.stat])
         h.store.resetCounters()
         try await h.fs.setxattr(i, name: "user.mine", value: Data("m".utf8), flags: 0)
         #expect(h.store.requestCounts == [.stat: 2, .put: 1, .patch: 1])
-        #expect(try await h.store.stat("i/").customMetadata == ["theirs": "t", "mine": "m"])
+        #expect(try await h.store.stat("i/").customMetadata == ["theirs": "t", "mine": "m", mtimeKey: Self.seconds(theirs.updated)])
     }
 
     @Test func theBucketRootHasNoObjectButAPrefixRootHasItsPlaceholder() async throws {
@@ -243,10 +250,10 @@ struct ExtendedAttributeTests {
         #expect(whole.store.totalRequests == 0)
 
         let prefixed = try Harness(options: MountOptions(uid: 1000, gid: 1000, prefix: "top"))
-        prefixed.store.seed("top/", customMetadata: ["k": "v"])
+        let top = prefixed.store.seed("top/", customMetadata: ["k": "v"])
         #expect(try await prefixed.fs.listxattr(InodeTable.root) == ["user.k"])
         try await prefixed.fs.setxattr(InodeTable.root, name: "user.k2", value: Data("v2".utf8), flags: 0)
-        #expect(try await prefixed.store.stat("top/").customMetadata == ["k": "v", "k2": "v2"])
+        #expect(try await prefixed.store.stat("top/").customMetadata == ["k": "v", "k2": "v2", mtimeKey: Self.seconds(top.updated)])
     }
 
     @Test func aReadOnlyMountRefusesChanges() async throws {

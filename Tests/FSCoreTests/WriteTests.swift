@@ -26,7 +26,9 @@ private let MiB = 1 << 20
         // A new file sends no content type: the store decides (StorageKit
         // infers it from the name; the in-memory store uses its default).
         #expect(stored.contentType == "application/octet-stream")
-        #expect(stored.customMetadata["goog-reserved-file-mtime"] != nil)
+        // A written file's mtime is the object's `updated`: no key to keep.
+        #expect(stored.customMetadata == [:])
+        #expect(try await h.fs.getattr(inode).attributes.modificationTime == Timestamp(stored.updated))
     }
 
     // Checks semantics.md#write-when-uploaded
@@ -103,7 +105,8 @@ private let MiB = 1 << 20
         #expect(h.store.requestCount(.put) == 0, "the close finished the stream instead of uploading again")
         #expect(h.store.requestCount(.streamingFinish) == 1)
         #expect(try await h.download("movie.bin") == content)
-        #expect(try await h.store.stat("movie.bin").customMetadata["goog-reserved-file-mtime"] != nil)
+        #expect(h.store.requestCount(.patch) == 0, "nothing changed the metadata the stream started with")
+        #expect(try await h.store.stat("movie.bin").customMetadata == [:])
     }
 
     @Test func aWriteOutOfOrderEndsTheStreamAndTheCloseUploadsTheWholeFile() async throws {

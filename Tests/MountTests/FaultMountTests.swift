@@ -82,8 +82,9 @@ extension MountTests {
             try data.write(to: URL(fileURLWithPath: scratch + "/one.bin"))
             let mount = try await Mount.start(endpoint: proxy.endpoint, prefix: prefix)
             defer { mount.cleanup() }
-            // The upload: one multipart POST, whatever the size.
-            let upload: [String: Any] = ["method": "POST", "path_contains": "uploadType=multipart", "min_body_bytes": 1 << 20]
+            // The upload: one POST, whatever the size (media while cp
+            // writes, then multipart at close once that request failed).
+            let upload: [String: Any] = ["method": "POST", "path_contains": "/upload/", "min_body_bytes": 1 << 20]
             try await proxy.fault([
                 upload.merging(["status": 503, "count": 2]) { $1 },
                 upload.merging(["cut_request_after_bytes": 3_000_000]) { $1 },
@@ -109,8 +110,9 @@ extension MountTests {
             try data.write(to: URL(fileURLWithPath: scratch + "/one.bin"))
             let mount = try await Mount.start(endpoint: proxy.endpoint, prefix: prefix)
             defer { mount.cleanup() }
-            // The server stores the object, the answer is a 503.
-            try await proxy.fault([["method": "POST", "path_contains": "uploadType=multipart", "status": 503, "apply": true, "count": 1]])
+            // The server stores the object, the answer is a 503. A new file
+            // with nothing but its type to keep streams as a media upload.
+            try await proxy.fault([["method": "POST", "path_contains": "uploadType=media", "status": 503, "apply": true, "count": 1]])
             let cp = try await Tools.run("/bin/cp", [scratch + "/one.bin", mount.at("one.bin")])
             #expect(cp.ok, "\(cp.summary)\nlog:\n\(mount.logTail())")
             try await ObjectChecks.expect(proxy.gcs, "\(prefix)/one.bin", holds: data)

@@ -80,7 +80,8 @@ import FSCoreTesting
             do { _ = try await store.putInOneRequest("f", from: staged, options: PutOptions(ifGenerationMatch: 0)) }
             catch StoreError.preconditionFailed { throw StoreError.preconditionFailed("") }
         }
-        // One request over a growing file: checked when it ends.
+        // One request over a growing file (a media upload: nothing but the
+        // content type to send): checked when it ends.
         let growing = try await store.startOneRequestStream("f", from: staged, options: PutOptions(ifGenerationMatch: 0))
         try await growing.send(upTo: 4)
         await #expect(throws: StoreError.preconditionFailed("")) {
@@ -130,6 +131,18 @@ import FSCoreTesting
         // GCS: 412. fake-gcs-server: deleted.
         try await store.delete("f", ifGenerationMatch: replaced.generation + 1)
         #expect(try await gcs.resource("f") == nil)
+        // GCS: 412 at the end of a media upload. fake-gcs-server: stored
+        // (simpleUpload, fakestorage/upload.go, does not call
+        // wrapUploadPreconditions). The mount streams a new file with no
+        // metadata to keep as one such request; its precondition is
+        // checked on our fake server (preconditionsOverTheFakeServer).
+        let first = try await store.put("m", from: nil, options: PutOptions(ifGenerationMatch: 0))
+        let media = try await store.startOneRequestStream("m", from: staged, options: PutOptions(ifGenerationMatch: 0))
+        let overwritten = try await media.finish(size: 8)
+        let stored = try await gcs.download("m")
+        #expect(overwritten.generation != first.generation && stored == Data("streamed".utf8))
+        let uploads = try FakeGCSServerLog.requests(bucket: bucket).filter { $0.hasPrefix("POST /upload/") && $0.contains("name=m") }
+        #expect(uploads.count == 1 && uploads[0].contains("uploadType=media"), "\(uploads)")
     }
 
     /// A put with ifGenerationMatch 0 makes "f"; a second one is

@@ -47,10 +47,11 @@ extension MountTests {
             crc.update(data)
             #expect(resource["crc32c"] as? String == crc.base64, "crc32c \(resource["crc32c"] ?? "nil"), expected \(crc.base64)")
             #expect(resource["contentType"] as? String == "application/json", "the type a single upload would set: \(resource["contentType"] ?? "nil")")
-            // The custom metadata a single upload sets (small.bin's): the mtime.
+            // The custom metadata a single upload sets (small.bin's): no mtime
+            // key, a written file's mtime being its object's `updated`.
             let metadata = resource["metadata"] as? [String: String] ?? [:]
             let single = try await gcs.customMetadata("small.bin")
-            #expect(Set(metadata.keys) == Set(single.keys) && ObjectChecks.mtimeSeconds(metadata) != nil, "\(metadata) / \(single)")
+            #expect(metadata == single && ObjectChecks.mtimeSeconds(metadata) == nil, "\(metadata) / \(single)")
             let bytes = try await gcs.download("model.json")
             let same = bytes == data
             #expect(same, "the server's \(bytes.count) bytes differ from the \(data.count) written")
@@ -152,8 +153,10 @@ extension MountTests {
             #expect(try await gcs.resource("model.bin")?["crc32c"] as? String == Self.crc32c(data))
             let log = try FakeGCSServerLog.requests(bucket: gcs.bucket)
             let uploads = log.filter { $0.hasPrefix("POST /upload/storage/v1/b/\(gcs.bucket)/o?") }
-            #expect(uploads.count == 1 && uploads.allSatisfy { $0.contains("uploadType=multipart") }, "one request: \(uploads)")
-            #expect(!log.contains { $0.contains("/compose") || $0.contains(".bucketfs-parts") || $0.hasPrefix("PUT ") },
+            // Written in order: the request follows the file; a new file of
+            // default mode keeps nothing but its type, so it is a media upload.
+            #expect(uploads.count == 1 && uploads.allSatisfy { $0.contains("uploadType=media") }, "one request: \(uploads)")
+            #expect(!log.contains { $0.contains("/compose") || $0.contains(".bucketfs-parts") || $0.hasPrefix("PUT ") || $0.hasPrefix("PATCH ") },
                     "\(log.suffix(20).joined(separator: "\n"))")
         }
 
@@ -181,7 +184,7 @@ extension MountTests {
                 let uploads = try await proxy.requests().filter { $0.method == "POST" && $0.path.contains("/upload/storage/v1/b/\(bucket)/o") }
                 #expect(uploads.count == 1, "one request: \(uploads)")
                 let upload = try #require(uploads.first)
-                #expect(upload.parameter("uploadType") == "multipart" && upload.chunked, "a multipart body of unknown length: \(upload)")
+                #expect(upload.parameter("uploadType") == "media" && upload.chunked, "a media body of unknown length: \(upload)")
                 #expect((upload.time ?? .infinity) < closing, "it started before the close: \(upload.time ?? 0) against \(closing)")
                 #expect((upload.done ?? 0) > closing, "and ended after it")
             }
@@ -238,8 +241,9 @@ extension MountTests {
             // The one request that followed the file from 8 MiB was cut when
             // it passed 16 MiB: the server answered it with an error and
             // stored nothing (the listing above has model.bin alone).
-            #expect(uploads.count == 7 && uploads.allSatisfy { $0.contains("uploadType=multipart") && $0.contains("ifGenerationMatch=0") },
-                    "six parts and the cut request: \(uploads.joined(separator: "\n"))")
+            #expect(uploads.count == 7 && uploads.allSatisfy { $0.contains("ifGenerationMatch=0") }
+                    && uploads.filter { $0.contains("uploadType=multipart") }.count == 6 && uploads[0].contains("uploadType=media"),
+                    "the cut (media) request, then six (multipart) parts: \(uploads.joined(separator: "\n"))")
             #expect(try FakeGCSServerLog.uploadsAnswered200(bucket: gcs.bucket) == 6, "six parts stored")
             #expect(log.filter { $0.hasPrefix("POST /storage/v1/b/\(gcs.bucket)/o/model.bin/compose") }.count == 1)
             #expect(log.filter { $0.hasPrefix("DELETE /storage/v1/b/\(gcs.bucket)/o/.bucketfs-parts%2F") }.count == 6)

@@ -120,6 +120,16 @@ enum ObjectChecks {
         return lines
     }
 
+    /// An object's `updated` (RFC 3339) in whole seconds since the epoch:
+    /// the mtime of an object without `goog-reserved-file-mtime`, and what a
+    /// metadata change or a rename stores as that key.
+    static func updatedSeconds(_ resource: [String: Any]?) -> Int? {
+        guard let text = resource?["updated"] as? String else { return nil }
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return (fractional.date(from: text) ?? ISO8601DateFormatter().date(from: text)).map { Int($0.timeIntervalSince1970.rounded(.down)) }
+    }
+
     /// `goog-reserved-file-mtime` as whole seconds (it is written as decimal
     /// seconds; a fractional part is tolerated and dropped).
     static func mtimeSeconds(_ metadata: [String: String]) -> Int? {

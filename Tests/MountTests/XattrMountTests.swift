@@ -88,9 +88,12 @@ extension MountTests {
 
             let d = mount.at("d")
             #expect(try await Self.dump(d) == ["user.owner": "\"team-a\""])
+            // The first PATCH also stores the mtime the placeholder showed,
+            // its `updated` (semantics.md#mtime-stored).
+            let mtime = try #require(ObjectChecks.updatedSeconds(try await gcs.resource("\(prefix)/d/"))).description
             try await Self.set(d, "user.k", "v")
             try await Self.run(Self.setfattr, ["-x", "user.owner", d])
-            #expect(try await Self.metadata(gcs, "\(prefix)/d/") == ["k": "v", "goog-reserved-posix-mode": "755"])
+            #expect(try await Self.metadata(gcs, "\(prefix)/d/") == ["k": "v", "goog-reserved-posix-mode": "755", "goog-reserved-file-mtime": mtime])
             #expect(try await Self.value(d, "gcs.fullPath") == "\(prefix)/d/")
             #expect(try await Self.value(d, "gcs.name") == "d")
 
@@ -230,13 +233,15 @@ extension MountTests {
             #expect(requests.isEmpty, "refused and foreign-namespace calls asked the server: \(requests)")
             #expect(try await Self.metadata(gcs, object) == original)
 
-            // What is allowed goes through, with its flags.
+            // What is allowed goes through, with its flags; the first change
+            // also keeps the mtime, the object's `updated`.
+            let mtime = try #require(ObjectChecks.updatedSeconds(try await gcs.resource(object))).description
             #expect(Xattr.set(f, "user.a", Data("2".utf8), flags: Int32(XATTR_REPLACE)) == 0)
             #expect(Xattr.set(f, "user.b", Data("3".utf8), flags: Int32(XATTR_CREATE)) == 0)
             #expect(Xattr.set(f, "user.empty", Data()) == 0)
             #expect(Xattr.get(f, "user.empty") == .success(Data()))
             #expect(Xattr.remove(f, "user.big") == 0)
-            #expect(try await Self.metadata(gcs, object) == ["a": "2", "b": "3", "empty": "", "goog-reserved-posix-mode": "600"])
+            #expect(try await Self.metadata(gcs, object) == ["a": "2", "b": "3", "empty": "", "goog-reserved-posix-mode": "600", "goog-reserved-file-mtime": mtime])
         }
 
         @Test("getfattr -d over 200 freshly listed files makes no request")
@@ -283,13 +288,15 @@ extension MountTests {
             #expect(try await Self.dump(f) == ["user.a": "\"1\""])  // metageneration 1 is now in the mount's cache
 
             try await gcs.patchMetadata(object, ["metadata": ["theirs": "t"]])  // metageneration 2
+            // The PATCH that lands keeps the mtime of what it landed on.
+            let mtime = try #require(ObjectChecks.updatedSeconds(try await gcs.resource(object))).description
             let before = try await gcs.requests().count
             try await Self.set(f, "user.mine", "m")
             let mine = try await gcs.requests().dropFirst(before).filter { $0.objectName == object }
             #expect(mine.map(\.method) == ["PATCH", "GET", "PATCH"], "\(mine)")
             let patches = mine.filter { $0.method == "PATCH" }
             #expect(patches.map { $0.parameter("ifMetagenerationMatch") } == ["1", "2"], "\(mine)")
-            #expect(try await Self.metadata(gcs, object) == ["a": "1", "theirs": "t", "mine": "m"])
+            #expect(try await Self.metadata(gcs, object) == ["a": "1", "theirs": "t", "mine": "m", "goog-reserved-file-mtime": mtime])
         }
 
         // MARK: - Tools

@@ -40,6 +40,11 @@ final class StagedFile: Sendable {
         /// fields of the patch; its custom keys are in `pendingMetadata`).
         var pendingProperties = MetadataPatch()
         var modificationTime: Timestamp
+        /// Whether `modificationTime` was set (utimens: `touch -d`, `cp -p`,
+        /// `rsync -t`) after the last write or truncation. Only then does
+        /// the upload store it as `goog-reserved-file-mtime`; a written
+        /// file's mtime is the stored object's `updated` (semantics.md).
+        var modificationTimeWasSet = false
         /// The lifecycle: versions, handles, the name, journal, the
         /// upload and the stream, with the Tasks the executor made for them.
         var writeBack: WriteBack

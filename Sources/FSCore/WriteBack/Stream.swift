@@ -21,7 +21,7 @@ import Glibc
 final class UploadStream: Sendable, Hashable {
     let put: any StreamingPut
     /// The metadata the session was started with; if the upload's metadata
-    /// differs at finish (the mtime moved on, a chmod came), one patch
+    /// differs at finish (`cp -p` set the mtime, a chmod came), one patch
     /// follows.
     let sentMetadata: [String: String]
 

@@ -22,6 +22,7 @@ extension WriteBackStore {
         handle(.wrote(range), of: staged) { s, _ in
             s.size = max(s.size, range.upperBound)
             s.modificationTime = now
+            s.modificationTimeWasSet = false
         }
     }
 
@@ -43,6 +44,7 @@ extension WriteBackStore {
             guard effects.answer != .refused, s.size != newSize else { return }
             s.size = newSize
             s.modificationTime = now
+            s.modificationTimeWasSet = false
             changed = true
         }
         guard answer != .refused else { return false }
@@ -230,6 +232,9 @@ extension WriteBackStore {
             for (key, value) in snapshot.pendingMetadata where s.pendingMetadata[key] == value { s.pendingMetadata[key] = nil }
             s.pendingProperties = MetadataPatch()
             s.base = info
+            // What `stat` shows from now on is the stored object's mtime:
+            // `updated`, unless it was set.
+            if !s.dirty { s.modificationTime = AttributeMapper.modificationTime(info) }
         }
         staged.content.holdsEverything()
         recovery?.remove(objectName: name)
@@ -256,11 +261,15 @@ extension WriteBackStore {
     }
 
     /// The custom metadata an upload sends: the replaced object's, with the
-    /// pending changes, and the local mtime.
+    /// pending changes. `goog-reserved-file-mtime` only if the mtime was set
+    /// since the last write: a written file's mtime is the new object's
+    /// `updated`, the time its upload ended, as for an object any other
+    /// tool uploads. So an upload with no metadata to keep is a plain media
+    /// request, and a stream that outlasts a second needs no PATCH after it.
     static func uploadMetadata(_ s: StagedFile.State) -> [String: String] {
         var metadata = s.base?.customMetadata ?? [:]
         for (key, value) in s.pendingMetadata { metadata[key] = value }
-        metadata[AttributeMapper.mtimeKey] = String(s.modificationTime.seconds)
+        metadata[AttributeMapper.mtimeKey] = s.modificationTimeWasSet ? String(s.modificationTime.seconds) : nil
         return metadata
     }
 

@@ -12,7 +12,17 @@
 // FUSE path on the same cores at once; this is what they reach together,
 // which neither curl alone nor read_floor alone shows.
 //
-//   stream_floor MOUNTPOINT URL SIZE
+// With CACHE_FILE it is also the floor of a mount that keeps every block it
+// downloads on local disk, as bucketfs's block cache must: a thread of its
+// own writes each 1 MiB block of the buffer to CACHE_FILE (pwrite, at the
+// block's offset) once the block has arrived, and a READ whose bytes are
+// there still waits while that writer is more than 96 MiB behind its end
+// (bucketfs's CacheWriteBacklog holds its reads at the same mark). The file
+// is allocated whole before the mount (posix_fallocate), and nothing is
+// checksummed, indexed or synced: the least work of caching every block,
+// which bucketfs's slots, headers and CRC-32C only add to.
+//
+//   stream_floor MOUNTPOINT URL SIZE [CACHE_FILE]
 //
 // URL is the object's media URL (JSON API, alt=media: the one curl reads in
 // the bench), SIZE its length in bytes (the bench knows it; a metadata GET
@@ -21,11 +31,15 @@
 // for read_floor. Foreground; fusermount3 -u MOUNTPOINT ends it.
 #include "floor_fs.h"
 #include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static const char *url;
 static struct floor_file file; // the object's size
@@ -69,6 +83,61 @@ static void wake_ready(void) {
     atomic_store(&next_wake, next);
 }
 
+// The cache writer (CACHE_FILE only). written: how far the file holds the
+// object (stored by the writer alone). The writer sleeps on cache_more
+// until a block has arrived; READs held by the 96 MiB mark sleep on
+// cache_wrote until the writer moves on. A writer that fails gives up
+// holding anyone (written jumps to the end) and says so.
+#define BLOCK ((off_t)1 << 20)
+#define MAX_BEHIND ((off_t)96 << 20)
+static int cache_fd = -1;
+static _Atomic off_t written;
+static _Atomic int download_over;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cache_more = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t cache_wrote = PTHREAD_COND_INITIALIZER;
+
+static void cache_wake(pthread_cond_t *cond) {
+    pthread_mutex_lock(&cache_lock);
+    pthread_cond_broadcast(cond);
+    pthread_mutex_unlock(&cache_lock);
+}
+
+static void *cache_writer(void *unused) {
+    (void)unused;
+    off_t at = 0;
+    while (at < file.size) {
+        off_t want = at + BLOCK < file.size ? at + BLOCK : file.size, have;
+        pthread_mutex_lock(&cache_lock);
+        while ((have = atomic_load(&arrived)) < want && !atomic_load(&download_over)) pthread_cond_wait(&cache_more, &cache_lock);
+        pthread_mutex_unlock(&cache_lock);
+        if (have < want) break; // the download failed: its READs answer EIO
+        off_t end = have == file.size ? have : have - have % BLOCK;
+        while (at < end) {
+            ssize_t n = pwrite(cache_fd, data + at, (size_t)(end - at < BLOCK ? end - at : BLOCK), at);
+            if (n <= 0) {
+                perror("stream_floor: cache write");
+                at = file.size;
+                break;
+            }
+            at += n;
+        }
+        atomic_store(&written, at);
+        cache_wake(&cache_wrote);
+    }
+    atomic_store(&written, file.size);
+    cache_wake(&cache_wrote);
+    return NULL;
+}
+
+// A READ waits while the writer is more than MAX_BEHIND behind its end.
+static void cache_wait_until_near(off_t end) {
+    if (end - atomic_load(&written) <= MAX_BEHIND) return;
+    pthread_mutex_lock(&cache_lock);
+    while (end - atomic_load(&written) > MAX_BEHIND) pthread_cond_wait(&cache_wrote, &cache_lock);
+    pthread_mutex_unlock(&cache_lock);
+}
+
 // curl's write callback, on the download thread: the bytes go straight to
 // their place in the object's buffer (the one copy out of curl's receive
 // buffer that any client pays), then the READs that can go on are woken.
@@ -78,8 +147,10 @@ static size_t on_data(char *bytes, size_t size, size_t count, void *unused) {
     size_t n = size * count;
     if ((off_t)n > file.size - received) return 0; // longer than SIZE: curl fails the transfer
     memcpy(data + received, bytes, n);
+    off_t before = received;
     received += n;
     atomic_store(&arrived, received);
+    if (cache_fd >= 0 && (received / BLOCK != before / BLOCK || received == file.size)) cache_wake(&cache_more);
     if (received >= atomic_load(&next_wake)) {
         pthread_mutex_lock(&lock);
         wake_ready();
@@ -106,6 +177,8 @@ static void *download(void *unused) {
         rc = curl_easy_perform(curl);
         curl_easy_cleanup(curl);
     }
+    atomic_store(&download_over, 1);
+    if (cache_fd >= 0) cache_wake(&cache_more);
     pthread_mutex_lock(&lock);
     if (rc != CURLE_OK) fprintf(stderr, "stream_floor: GET %s: %s\n", url, curl_easy_strerror(rc));
     else if (atomic_load(&arrived) != file.size)
@@ -125,12 +198,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     int start = !started;
     started = 1;
     pthread_mutex_unlock(&lock);
-    pthread_t thread;
-    if (start && pthread_create(&thread, NULL, download, NULL) != 0) {
+    pthread_t thread, writer;
+    if (start && (pthread_create(&thread, NULL, download, NULL) != 0 ||
+                  (cache_fd >= 0 && pthread_create(&writer, NULL, cache_writer, NULL) != 0))) {
         fuse_reply_err(req, EIO);
         return;
     }
     if (start) pthread_detach(thread);
+    if (start && cache_fd >= 0) pthread_detach(writer);
     fi->keep_cache = 0; // every open reads through FUSE, as a cold bucketfs open does
     fuse_reply_open(req, fi);
 }
@@ -157,6 +232,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
         pthread_mutex_unlock(&lock);
         pthread_cond_destroy(&w.go);
     }
+    if (cache_fd >= 0) cache_wait_until_near(end);
     // bytes below arrived never change again
     if (atomic_load(&arrived) >= end) fuse_reply_buf(req, data + off, end - off);
     else fuse_reply_err(req, EIO);
@@ -171,12 +247,20 @@ static const struct fuse_lowlevel_ops ops = {
 };
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s MOUNTPOINT URL SIZE\n", argv[0]);
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: %s MOUNTPOINT URL SIZE [CACHE_FILE]\n", argv[0]);
         return 2;
     }
     url = argv[2];
     file.size = (off_t)strtoll(argv[3], NULL, 10);
+    if (argc == 5) {
+        cache_fd = open(argv[4], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int failed = cache_fd < 0 ? errno : file.size > 0 ? posix_fallocate(cache_fd, 0, file.size) : 0;
+        if (failed) {
+            fprintf(stderr, "stream_floor: %s: %s\n", argv[4], strerror(failed));
+            return 1;
+        }
+    }
     // Touched here, before the mount and so before the timed read: a floor
     // must not pay what bucketfs need not. bucketfs reuses its download
     // buffers (about 1,000 page faults over a cold 256 MiB read, its peak

@@ -16,7 +16,8 @@ bench_row reread_page "read it again, same mount (page cache) (MiB/s)"
 bench_row reread_block "read it again, new mount, same cache dir (block cache) (MiB/s)"
 bench_row seq_floor "the same read on an in-memory C FUSE filesystem (MiB/s; the FUSE read path's floor, curl column)"
 bench_row seq_stream_floor "the same read on a C FUSE filesystem that streams it from the server (MiB/s; the floor of a FUSE mount fed by this server, curl column)"
-bench_row seq_paired "the cold read against that streaming floor run just before it, round by round (median of the rounds' ratios; the floors themselves in brackets)"
+bench_row seq_cached_floor "the same streaming filesystem writing each 1 MiB block to a local file as it arrives, reads held while it is 96 MiB behind (MiB/s; the floor of a FUSE mount fed by this server that keeps every block on disk, curl column)"
+bench_row seq_paired "the cold read against that caching floor run just before it, round by round (median of the rounds' ratios; the floors themselves in brackets)"
 bench_row reread_paired "the block-cache re-read against the in-memory floor run just before it, round by round (the same)"
 bench_row seq_nocache "the cold read with no block cache (--cache-size 0), a fresh mount (MiB/s)"
 bench_row seq_nocache_paired "that read against the streaming floor run just before it, round by round (beside the cold read's pair: what writing every block to the cache costs)"
@@ -65,10 +66,13 @@ read_curl() {
         keep_round seq_floor curl
         measure seq_stream_floor curl stream_floor_seq
         keep_round seq_stream_floor curl
+        measure seq_cached_floor curl cached_floor_seq
+        keep_round seq_cached_floor curl
     done
     median_cell seq curl
     median_cell seq_floor curl
     median_cell seq_stream_floor curl
+    median_cell seq_cached_floor curl
 }
 
 # The read on scripts/bench/read_floor.c: a libfuse3 low-level filesystem
@@ -84,6 +88,18 @@ floor_seq() { c_fuse_seq read_floor "" "$WORK/big.bin"; }
 # mount fed by this server reaches when the server, the HTTP receive and
 # the FUSE path share the machine, before the filesystem does any work.
 stream_floor_seq() { c_fuse_seq stream_floor "-lcurl -lpthread" "$(big_media_url)" $((BIG_MIB << 20)); }
+
+# The same filesystem keeping every block on local disk as it arrives (its
+# CACHE_FILE in $WORK, where the mounts' cache dirs are; a new file each
+# time, allocated before the mount): what any mount that caches every
+# block of a cold read, as bucketfs must, reaches on these cores.
+cached_floor_seq() {
+    local blocks="$WORK/cached-floor.blocks" rc=0
+    rm -f "$blocks"
+    c_fuse_seq stream_floor "-lcurl -lpthread" "$(big_media_url)" $((BIG_MIB << 20)) "$blocks" || rc=$?
+    rm -f "$blocks"
+    return "$rc"
+}
 
 # c_fuse_seq NAME LIBS ARGS...: scripts/bench/NAME.c, built here with cc
 # (fuse3 and LIBS) the first time, mounted on a directory of its own with
@@ -173,7 +189,7 @@ read_round() {
         unmount_current
         return 0
     fi
-    [[ "$col" != bucketfs ]] || floor_then seq_paired stream_floor_seq seq "$col"
+    [[ "$col" != bucketfs ]] || floor_then seq_paired cached_floor_seq seq "$col"
     measure seq "$col" fs_seq "$CUR_MP"
     [[ "$col" != bucketfs ]] || paired_cell seq_paired seq "$col"
     measure reread_page "$col" fs_seq "$CUR_MP"
@@ -223,7 +239,10 @@ read_notes() {
     echo "(libfuse3 low-level, the object's bytes in memory, the loop bucketfs uses, read_ahead_kb $FLOOR_READ_AHEAD_KB as bucketfs sets)."
     echo "Stream floor: the same dd on scripts/bench/stream_floor.c (read_floor's filesystem whose first open starts one GET of"
     echo "the object from the server, as curl's, into one buffer touched before the mount; each read answered once its bytes have arrived)."
-    echo "Paired rows: in each of bucketfs's rounds the floor's dd runs right before bucketfs's (the stream floor before the"
+    echo "Caching floor: stream_floor with a cache file, which a thread of its own fills with each 1 MiB block (pwrite) once"
+    echo "it has arrived, a read waiting while that thread is over 96 MiB behind (bucketfs's mark); the file is allocated"
+    echo "before the mount, nothing is checksummed or indexed."
+    echo "Paired rows: in each of bucketfs's rounds the floor's dd runs right before bucketfs's (the caching floor before the"
     echo "cold read, once the mount is up; the in-memory floor before the block-cache re-read), and the cell is the median of"
     echo "the rounds' bucketfs/floor ratios, so a moment when this machine is slow weighs on both sides of a ratio."
     echo "No block cache: each round ends with the cold read once more on a fresh mount with --cache-size 0, paired with"

@@ -21,12 +21,11 @@ DURABLE="$REPO/scripts/bench/until_durable.py"
 bench_group write
 bench_row wbig "write a 256 MiB file, until durable (MiB/s)"
 bench_row wbig_resumable "the same file as a resumable upload in 64 MiB chunks, the protocol of a streamed write (MiB/s, curl column)"
-bench_row wbig_multipart "the same file as one multipart POST with its metadata, chunked, the protocol of bucketfs's one request (MiB/s, curl column)"
+bench_row wbig_multipart "the same file as one multipart POST with its metadata, chunked, the protocol of bucketfs's one request for a file with metadata to keep: mode, owner, xattrs (MiB/s, curl column)"
 bench_row wbig_floor "the same cp on an in-memory C FUSE filesystem (MiB/s; the FUSE write path's floor, curl column)"
 bench_row wbig_overlap "that cp and curl's media POST side by side, until both end (MiB/s; the most a mount that uploads while the file is written reaches on these cores, curl column)"
 bench_row wbig_paired "the 256 MiB write against curl's media POST run just before it, round by round (median of the rounds' ratios; the POSTs themselves in brackets)"
-bench_row wbig_paired_multipart "the same against curl's chunked multipart POST with its metadata and then a metadata PATCH, run just before it (the requests of bucketfs's streamed write whose mtime moved on while it was sent)"
-bench_row wbig_staged_overlap "the cp on that filesystem keeping each file on local disk too, beside curl's chunked multipart POST, until both end (MiB/s; the most a mount that stages on disk and sends one multipart request reaches on these cores, curl column)"
+bench_row wbig_staged_overlap "the cp on that filesystem keeping each file on local disk too, beside curl's chunked media POST, until both end (MiB/s; the most a mount that stages on disk and sends one request reaches on these cores, curl column)"
 bench_row wsmall "300 files of 4 KiB into a new dir, until durable (files/s)"
 bench_row wsmall_http "HTTP requests per small file (of the 300)"
 bench_row wsmall_fuse "FUSE requests per small file (bash \`printf > f\`)"
@@ -120,7 +119,9 @@ curl_wbig_resumable() {
 # the same bytes as one multipart/related POST whose first part is the
 # object's resource (name, content type, a custom metadata key), sent with
 # chunked transfer encoding: what bucketfs's one request near the store
-# sends (StorageKit's OneRequestStream). The body file is built untimed.
+# sends for a file with metadata to keep (StorageKit's OneRequestStream; a
+# new file with nothing but its type goes as a media POST, as curl_wbig's).
+# The body file is built untimed.
 MULTIPART_BOUNDARY="bench-boundary-7f3a9c"
 multipart_body() { # NAME BODY: writes the multipart/related body for object NAME
     {
@@ -147,27 +148,6 @@ curl_wbig_multipart() {
     multipart_post "$body"
     r="$(durable object "$name" "$WORK/big.bin" --wait -- "${MULTIPART_POST[@]}")"
     rm -f "$body"
-    api_delete_one "$name"
-    cell_big "$r"
-}
-
-# The requests of bucketfs's streamed write when the file's mtime (whole
-# seconds, goog-reserved-file-mtime) moved on while the bytes went up: the
-# one request was sent with the first write's mtime, so a metadata PATCH
-# follows with the last write's. fake-gcs-server rewrites an object's
-# content on a metadata PATCH (0.06-0.91 s for 256 MiB against 1 ms for
-# 4 KiB, measured outside the bench), which a PATCH on GCS does not.
-# The body is built once (the object is deleted after each round, so one
-# name serves every round): not in each of bucketfs's rounds, whose cp
-# would then meet 256 MiB of dirty pages being written back.
-curl_wbig_multipart_patched() {
-    local name="$WBIG_NAME_PREFIX-curl-multipart-patched-$RTT.bin" body="$WORK/big.multipart-patched-$RTT" r
-    [[ -f "$body" ]] || multipart_body "$name" "$body"
-    multipart_post "$body"
-    # shellcheck disable=SC2016 # expanded by that bash
-    r="$(durable object "$name" "$WORK/big.bin" --wait -- bash -c '"${@:2}" && curl -sS --fail -X PATCH -o /dev/null \
-        -H "Content-Type: application/json" -d "{\"metadata\":{\"goog-reserved-file-mtime\":\"1795870001\"}}" "$1"' \
-        _ "$BASE/storage/v1/b/$BUCKET/o/$(urlenc "$name")" "${MULTIPART_POST[@]}")"
     api_delete_one "$name"
     cell_big "$r"
 }
@@ -260,15 +240,14 @@ overlap_big() {
 
 # The same with what bucketfs's design adds on both sides: the cp on
 # null_fuse staging each file on local disk (in $WORK, where the mounts'
-# cache dirs are), and curl sending the object with its resource as one
-# chunked multipart POST (the body built untimed). bucketfs does both and
-# also reads the staged bytes back to send them.
+# cache dirs are), and curl sending the object as one chunked media POST
+# (its length unknown, as bucketfs's request that follows the file).
+# bucketfs does both and also reads the staged bytes back to send them.
 staged_overlap_big() {
-    local name="$WBIG_NAME_PREFIX-staged-overlap-$RTT-${MEDIAN_ROUND:-1}.bin" body="$WORK/big.multipart" rc=0
-    multipart_body "$name" "$body"
-    multipart_post "$body"
-    side_by_side "$WORK/null-stage" "${MULTIPART_POST[@]}" || rc=1
-    rm -f "$body"
+    local name="$WBIG_NAME_PREFIX-staged-overlap-$RTT-${MEDIAN_ROUND:-1}.bin" rc=0
+    side_by_side "$WORK/null-stage" curl -sS --fail -X POST -T "$WORK/big.bin" -H 'Expect:' -H 'Transfer-Encoding: chunked' \
+        -H 'Content-Type: application/octet-stream' -o /dev/null \
+        "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&ifGenerationMatch=0&name=$(urlenc "$name")" || rc=1
     api_delete_one "$name" || rc=1
     return "$rc"
 }
@@ -341,11 +320,10 @@ write_curl() {
 # ---------------------------------------------------------------- mounts
 
 fs_wbig() { # MP: cp of the 256 MiB file into the mount's root
-    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT-${MEDIAN_ROUND:-1}.bin" r media="" multipart="" cell
+    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT-${MEDIAN_ROUND:-1}.bin" r media="" cell
     if [[ "$CUR_COL" == bucketfs ]]; then
         media="$(curl_wbig 2>>"$LOG")" || media=""
-        multipart="$(curl_wbig_multipart_patched 2>>"$LOG")" || multipart=""
-        log "    just before: media POST ${media:-failed}, multipart POST and PATCH ${multipart:-failed}"
+        log "    just before: media POST ${media:-failed}"
     fi
     r="$(durable object "$name" "$WORK/big.bin" --wait -- cp "$WORK/big.bin" "$mp/$name")"
     api_delete_one "$name"
@@ -354,7 +332,6 @@ fs_wbig() { # MP: cp of the 256 MiB file into the mount's root
     # in $WORK that write_fs reads (as wsmall_http's count does).
     if [[ "$CUR_COL" == bucketfs ]]; then
         paired_ratio "$cell" "$media" >>"$WORK/wbig_paired.$CUR_COL"
-        paired_ratio "$cell" "$multipart" >>"$WORK/wbig_paired_multipart.$CUR_COL"
     fi
     echo "$cell"
 }
@@ -450,14 +427,13 @@ write_fs() {
         rm -f "$WORK/wsmall_http.$col"
     fi
     if [[ "$col" == bucketfs ]]; then
-        local paired
-        for paired in wbig_paired wbig_paired_multipart; do
-            [[ -f "$WORK/$paired.$col" ]] || continue
+        local paired=wbig_paired
+        if [[ -f "$WORK/$paired.$col" ]]; then
             log "    rounds of $paired: $(tr '\n' ' ' <"$WORK/$paired.$col")"
             set_cell "$paired" "$col" "$(median_line <"$WORK/$paired.$col")"
             [[ -n "${CELL[$paired,$col,$(cell_at)]}" ]] || set_cell "$paired" "$col" error
             rm -f "$WORK/$paired.$col"
-        done
+        fi
         MOUNTS+=("$WORK/mnt-trace") # mounted inside the measurement's subshell
         measure wsmall_fuse bucketfs fuse_requests_per_file
     fi
@@ -470,10 +446,10 @@ write_notes() {
     echo "default 5 s), MD5 checked afterwards; 256 MiB (the median of $WBIG_ROUNDS rounds, BENCH_WRITE_ROUNDS, in one mount,"
     echo "after two untimed uploads that warm the server): cp into the mount, curl one uploadType=media POST with -T;"
     echo "multipart: the same bytes behind the object's resource in one uploadType=multipart POST, chunked, as bucketfs's"
-    echo "one request near the store; floor: the cp on scripts/bench/null_fuse.c; side by side: that cp and curl's media"
-    echo "POST started together, until both end; staged: the same cp with null_fuse writing each file to local disk"
-    echo "too, beside curl's chunked multipart POST; paired: in each of bucketfs's rounds curl's media POST and then its"
-    echo "chunked multipart POST followed by a metadata PATCH of the mtime run right before the cp, and the cell is the"
+    echo "one request near the store for a file with metadata to keep (a new file of default mode goes as a media POST);"
+    echo "floor: the cp on scripts/bench/null_fuse.c; side by side: that cp and curl's media POST started together, until"
+    echo "both end; staged: the same cp with null_fuse writing each file to local disk too, beside curl's chunked media"
+    echo "POST; paired: in each of bucketfs's rounds curl's media POST runs right before the cp, and the cell is the"
     echo "median of the rounds' bucketfs/curl ratios;"
     echo "300 files: one bash process writing each file with the builtin printf (no fork per file) into a directory"
     echo "made just before, curl 300 media uploads from one process (--config, \`next\`); requests per file: what the"

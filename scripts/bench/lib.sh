@@ -127,6 +127,16 @@ measure() {
     set_cell "$row" "$col" "$value"
 }
 
+# settle_disk: writes every dirty page back, untimed, so that a timed write
+# (or read, whose cold rounds fill a cache) starts from the same disk state
+# whatever ran before it. Dirty data left by earlier work (other groups'
+# cache dirs, earlier rounds' staged files) written back during a round
+# slows whatever writes to the disk in it: with 1.5 GB dirty before the
+# write group, bucketfs's first staged cp of 256 MiB took 1.32 s against
+# 0.64 s for the rounds after (measured), and curl's POST, which writes
+# nothing to disk, is not slowed at all.
+settle_disk() { sync; }
+
 # keep_round ROW COLUMN: appends the cell just measured to ROUNDS[ROW,COLUMN]
 # (for a cell that is the median of several rounds; see median_cell)
 declare -A ROUNDS=()

@@ -131,6 +131,7 @@ c_fuse_seq() {
 
 fs_seq() { # MP: dd of the big file alone, then the bytes compared; prints MiB/s
     local mp="$1" t0 t1 bytes
+    settle_disk
     t0=$(now)
     limited dd if="$mp/$BIG_NAME" of=/dev/null bs=1M 2>"$WORK/dd.err"
     t1=$(now)
@@ -232,7 +233,7 @@ read_round() {
 
 read_notes() {
     echo "Reads: each cell is the median of $READ_ROUNDS rounds, each cold read on a fresh mount with an empty cache dir."
-    echo "dd of the object to /dev/null (bs=1M) is timed alone; cmp with the source follows, untimed. curl: one"
+    echo "dd of the object to /dev/null (bs=1M) is timed alone, after a sync; cmp with the source follows, untimed. curl: one"
     echo "GET of the whole object to /dev/null. Page cache: a second dd in the same mount (a new open; bucketfs keeps"
     echo "the kernel's pages while the generation is unchanged). Block cache: a fresh mount on the same cache dir"
     echo "(rclone runs without a VFS cache, so its re-reads go to the network). Floor: the same dd on scripts/bench/read_floor.c"

@@ -43,6 +43,7 @@ write_seed() {
 # say what it saw)
 durable() {
     local deadline=$((WORKLOAD_TIMEOUT > 10 ? WORKLOAD_TIMEOUT - 5 : WORKLOAD_TIMEOUT))
+    settle_disk
     limited "$PY" "$DURABLE" "$EMU_BASE" "$BUCKET" --deadline "$deadline" "$@"
 }
 
@@ -219,6 +220,7 @@ null_fuse_small() {
 null_fuse_big() {
     local t0 t1
     null_fuse_mount || return 1
+    settle_disk
     t0=$(now)
     cp "$WORK/big.bin" "$NULL_MP/big-${MEDIAN_ROUND:-1}.bin" || { null_fuse_unmount; return 1; }
     t1=$(now)
@@ -259,6 +261,7 @@ side_by_side() {
     local stage="$1" t0 t1 cp_pid ok=0
     shift
     null_fuse_mount ${stage:+"$stage"} || return 1
+    settle_disk
     t0=$(now)
     cp "$WORK/big.bin" "$NULL_MP/big.bin" &
     cp_pid=$!
@@ -443,7 +446,8 @@ write_notes() {
     echo "Writes (a mount of their own; rclone with ${BENCH_RCLONE_WRITE_FLAGS:---vfs-cache-mode writes}): \"until durable\" runs"
     echo "from the start of the command until the JSON API shows every object with its full size (polled every"
     echo "50-100 ms while not; bucketfs uploads before close returns, rclone after, by its --vfs-write-back delay,"
-    echo "default 5 s), MD5 checked afterwards; 256 MiB (the median of $WBIG_ROUNDS rounds, BENCH_WRITE_ROUNDS, in one mount,"
+    echo "default 5 s), MD5 checked afterwards; every timed write starts with sync (untimed: no dirty page of earlier work"
+    echo "written back in it); 256 MiB (the median of $WBIG_ROUNDS rounds, BENCH_WRITE_ROUNDS, in one mount,"
     echo "after two untimed uploads that warm the server): cp into the mount, curl one uploadType=media POST with -T;"
     echo "multipart: the same bytes behind the object's resource in one uploadType=multipart POST, chunked, as bucketfs's"
     echo "one request near the store for a file with metadata to keep (a new file of default mode goes as a media POST);"

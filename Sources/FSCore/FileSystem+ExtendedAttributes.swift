@@ -90,10 +90,11 @@ extension FileSystem {
         var current = try await attributeCarrier(of: inode, record)
         for attempt in 1...2 {
             try check(current)
-            // Counting the mtime key the PATCH may add (`ObjectMetadataWriter`).
+            // The patch as sent, with the mtime key it may add
+            // (`ObjectMetadataWriter`), is the one checked.
             let sent = current.map { ObjectMetadataWriter.keepingModificationTime(patch, of: $0) } ?? patch
             try ExtendedAttributeRules.checkTotal(sent, on: current?.customMetadata ?? [:])
-            switch await ObjectMetadataWriter(store: store).apply(patch, to: object, current: current) {
+            switch await ObjectMetadataWriter(store: store).apply(sent, to: object, current: current) {
             case .success(let updated):
                 remember(updated, for: record, now: clock.now)
                 state.withLock { $0.staged[inode] }?.rebase(updated)

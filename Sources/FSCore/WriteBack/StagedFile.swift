@@ -63,6 +63,14 @@ final class StagedFile: Sendable {
             return s
         }
 
+        /// `info` becomes the base. A clean file shows the stored object's
+        /// mtime from then on (`updated`, unless the key was set); one
+        /// written meanwhile keeps its last write's.
+        mutating func takeBase(_ info: ObjectInfo) {
+            base = info
+            if !dirty { modificationTime = AttributeMapper.modificationTime(info) }
+        }
+
         /// The object this file will be once uploaded, as `stat` shows it.
         func view(objectName: String) -> ObjectInfo {
             var info = base ?? ObjectInfo(name: objectName, size: 0, generation: 0, updated: Date())
@@ -142,8 +150,7 @@ final class StagedFile: Sendable {
     func rebase(_ info: ObjectInfo) {
         withState { s in
             guard let base = s.base, base.generation == info.generation else { return }
-            s.base = info
-            if !s.dirty { s.modificationTime = AttributeMapper.modificationTime(info) }
+            s.takeBase(info)
         }
     }
 

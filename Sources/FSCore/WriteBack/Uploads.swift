@@ -231,10 +231,7 @@ extension WriteBackStore {
         handle({ s in .uploadStored(snapshot.writeBack.version, hasContent: s.size > 0) }, of: staged) { s, _ in
             for (key, value) in snapshot.pendingMetadata where s.pendingMetadata[key] == value { s.pendingMetadata[key] = nil }
             s.pendingProperties = MetadataPatch()
-            s.base = info
-            // What `stat` shows from now on is the stored object's mtime:
-            // `updated`, unless it was set.
-            if !s.dirty { s.modificationTime = AttributeMapper.modificationTime(info) }
+            s.takeBase(info)
         }
         staged.content.holdsEverything()
         recovery?.remove(objectName: name)

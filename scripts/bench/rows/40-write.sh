@@ -92,13 +92,19 @@ note_small_requests() { # COLUMN BEFORE AFTER DURABLE_OUTPUT
 
 # ---------------------------------------------------------------- curl
 
-# one media upload (uploadType=media, -T streams the file with a
-# Content-Length; "Expect:" off, as bucketfs's Transport does)
+# media_post NAME [CURL_ARG...]: sets MEDIA_POST to the curl command that
+# sends big.bin as object NAME in one media upload (uploadType=media, -T
+# streams the file with a Content-Length unless a CURL_ARG says chunked;
+# "Expect:" off, as bucketfs's Transport does)
+media_post() {
+    MEDIA_POST=(curl -sS --fail -X POST -T "$WORK/big.bin" -H 'Expect:' -H 'Content-Type: application/octet-stream' "${@:2}"
+        -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name=$(urlenc "$1")")
+}
+
 curl_wbig() {
     local name="$WBIG_NAME_PREFIX-curl-$RTT-${MEDIAN_ROUND:-1}.bin" r
-    r="$(durable object "$name" "$WORK/big.bin" --wait -- \
-        curl -sS --fail -X POST -T "$WORK/big.bin" -H 'Expect:' -H 'Content-Type: application/octet-stream' \
-        -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name=$(urlenc "$name")")"
+    media_post "$name"
+    r="$(durable object "$name" "$WORK/big.bin" --wait -- "${MEDIA_POST[@]}")"
     api_delete_one "$name"
     cell_big "$r"
 }
@@ -234,8 +240,8 @@ null_fuse_big() {
 # durable ends no sooner, however it overlaps the two.
 overlap_big() {
     local name="$WBIG_NAME_PREFIX-overlap-$RTT-${MEDIAN_ROUND:-1}.bin" rc=0
-    side_by_side "" curl -sS --fail -X POST -T "$WORK/big.bin" -H 'Expect:' -H 'Content-Type: application/octet-stream' \
-        -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name=$(urlenc "$name")" || rc=1
+    media_post "$name"
+    side_by_side "" "${MEDIA_POST[@]}" || rc=1
     api_delete_one "$name" || rc=1
     return "$rc"
 }
@@ -247,9 +253,8 @@ overlap_big() {
 # bucketfs does both and also reads the staged bytes back to send them.
 staged_overlap_big() {
     local name="$WBIG_NAME_PREFIX-staged-overlap-$RTT-${MEDIAN_ROUND:-1}.bin" rc=0
-    side_by_side "$WORK/null-stage" curl -sS --fail -X POST -T "$WORK/big.bin" -H 'Expect:' -H 'Transfer-Encoding: chunked' \
-        -H 'Content-Type: application/octet-stream' -o /dev/null \
-        "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&ifGenerationMatch=0&name=$(urlenc "$name")" || rc=1
+    media_post "$name" -H 'Transfer-Encoding: chunked'
+    side_by_side "$WORK/null-stage" "${MEDIA_POST[@]}" || rc=1
     api_delete_one "$name" || rc=1
     return "$rc"
 }
@@ -298,8 +303,8 @@ warm_server() {
     local i name
     for i in 1 2; do
         name="$WBIG_NAME_PREFIX-warm-$RTT-$i.bin"
-        curl -sS --fail -X POST -T "$WORK/big.bin" -H 'Expect:' -H 'Content-Type: application/octet-stream' \
-            -o /dev/null "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name=$(urlenc "$name")" || return 1
+        media_post "$name"
+        "${MEDIA_POST[@]}" || return 1
         api_delete_one "$name" || return 1
     done
 }

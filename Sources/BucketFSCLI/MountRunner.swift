@@ -26,6 +26,7 @@ struct MountRunner {
     var kernelReadAheadKiB: Int?
 
     func run() async throws {
+        filesystem.prefillReadBuffers()
         let session: FuseSession
         do {
             session = try FuseSession(

@@ -112,6 +112,20 @@ public final class FileSystem: FileSystemOperations {
         writeBack.connect(self)
     }
 
+    /// Fills the shared pool of download buffers (`ReadBuffers.prefill`)
+    /// with a quarter of the read-ahead budget, at most the pool's idle
+    /// limit, so a small budget keeps a small pool; the mount calls it
+    /// once, before it answers. Returns the bytes mapped.
+    @discardableResult
+    public func prefillReadBuffers() -> Int {
+        ReadBuffers.shared.prefill(Self.readBufferPrefill(budget: options.readAheadBudget))
+    }
+
+    /// The bytes `prefillReadBuffers` puts in the pool for `budget`.
+    static func readBufferPrefill(budget: Int64) -> Int {
+        min(Int(max(budget, 0) / 4), ReadBuffers.shared.idleLimit)
+    }
+
     // MARK: - Shared helpers
 
     /// The object name of mount path `path`.

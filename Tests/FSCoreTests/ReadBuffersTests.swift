@@ -65,6 +65,44 @@ import Testing
         for pointer in reused { pool.release(pointer, 8 << 20) }
     }
 
+    /// What a mount does before it answers: the pool holds the bytes asked
+    /// for, at most its idle limit, as 1 MiB buffers whose every page is
+    /// already resident (mincore), and the read path's allocations take
+    /// them instead of mapping fresh memory.
+    @Test func prefillMapsTouchedBuffersThatAllocationsReuse() {
+        let pool = ReadBuffers()
+        #expect(pool.prefill(10 << 20) == 10 << 20)
+        #expect(pool.idleBytes == 10 << 20)
+        #expect(pool.prefill(10 << 20) == 0, "already full to that size")
+        let taken = (0..<10).map { _ in pool.allocate(1 << 20)! }
+        #expect(pool.idleBytes == 0, "every buffer came from the pool")
+        for buffer in taken {
+            #expect(buffer.size == 1 << 20)
+            #expect(Self.residentPages(buffer.pointer, buffer.size) == buffer.size / 4096, "touched before use")
+        }
+        for buffer in taken { pool.release(buffer.pointer, buffer.size) }
+        #expect(pool.prefill(1 << 30) == pool.idleLimit - (10 << 20), "never past the idle limit")
+        #expect(pool.idleBytes == pool.idleLimit)
+    }
+
+    /// A mount fills the pool with a quarter of its read-ahead budget, so a
+    /// small budget keeps a small pool.
+    @Test func aMountsPrefillFollowsItsReadAheadBudget() {
+        #expect(FileSystem.readBufferPrefill(budget: 256 << 20) == 64 << 20)
+        #expect(FileSystem.readBufferPrefill(budget: 16 << 20) == 4 << 20)
+        #expect(FileSystem.readBufferPrefill(budget: 0) == 0)
+        #expect(FileSystem.readBufferPrefill(budget: 4 << 30) == ReadBuffers.shared.idleLimit)
+    }
+
+    /// How many of the pages from `pointer` on are resident.
+    static func residentPages(_ pointer: UnsafeMutableRawPointer, _ size: Int) -> Int {
+        var vector = [UInt8](repeating: 0, count: size / 4096)
+        // Sound: `pointer` is page-aligned and `size` bytes of one mapping;
+        // mincore writes one byte per page into `vector`, which has them.
+        guard mincore(pointer, size, &vector) == 0 else { return -1 }
+        return vector.filter { $0 & 1 == 1 }.count
+    }
+
     /// A FUSE write's bytes, copied for the staging file's pwrite: the same
     /// bytes, in a buffer aligned like the page from a page up (the pool's
     /// for its sizes, posix_memalign's otherwise, both freed with the Data).

@@ -325,6 +325,24 @@ use_group_server() {
     EMU_BASE="http://127.0.0.1:$EMU_PORT"
 }
 
+# server_cpu_seconds: the CPU time (user + system, all threads) the current
+# group's server process has used so far, in seconds ("?" if unknown); the
+# write rows log it per round, so a round that ran beside the server's own
+# work on its memory shows as such
+server_cpu_seconds() {
+    local pid
+    pid="$(cat "$REPO/.build/servers/$EMU_NAME/pid" 2>/dev/null)" || { echo "?"; return; }
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$pid/stat" 2>/dev/null || echo "?"
+}
+
+# server_cpu_since START: seconds of server CPU since server_cpu_seconds gave START
+server_cpu_since() {
+    local now
+    now="$(server_cpu_seconds)"
+    [[ "$1" != "?" && "$now" != "?" ]] || { echo "?"; return; }
+    awk -v a="$1" -v b="$now" 'BEGIN { printf "%.2f", b - a }'
+}
+
 stop_bench_server() {
     bash "$(bench_server_script)" stop --name "$EMU_NAME"
 }

@@ -102,9 +102,11 @@ media_post() {
 }
 
 curl_wbig() {
-    local name="$WBIG_NAME_PREFIX-curl-$RTT-${MEDIAN_ROUND:-1}.bin" r
+    local name="$WBIG_NAME_PREFIX-curl-$RTT-${MEDIAN_ROUND:-1}.bin" r cpu
     media_post "$name"
+    cpu="$(server_cpu_seconds)"
     r="$(durable object "$name" "$WORK/big.bin" --wait -- "${MEDIA_POST[@]}")"
+    log "    server CPU during curl's POST: $(server_cpu_since "$cpu") s"
     api_delete_one "$name"
     cell_big "$r"
 }
@@ -328,12 +330,14 @@ write_curl() {
 # ---------------------------------------------------------------- mounts
 
 fs_wbig() { # MP: cp of the 256 MiB file into the mount's root
-    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT-${MEDIAN_ROUND:-1}.bin" r media="" cell
+    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT-${MEDIAN_ROUND:-1}.bin" r media="" cell cpu
     if [[ "$CUR_COL" == bucketfs ]]; then
         media="$(curl_wbig 2>>"$LOG")" || media=""
         log "    just before: media POST ${media:-failed}"
     fi
+    cpu="$(server_cpu_seconds)"
     r="$(durable object "$name" "$WORK/big.bin" --wait -- cp "$WORK/big.bin" "$mp/$name")"
+    log "    server CPU during $CUR_COL's cp: $(server_cpu_since "$cpu") s"
     api_delete_one "$name"
     cell="$(cell_big "$r")"
     # These rounds run inside measure's subshell, so the ratios go to files

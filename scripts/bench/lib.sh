@@ -327,20 +327,25 @@ use_group_server() {
 
 # server_cpu_seconds: the CPU time (user + system, all threads) the current
 # group's server process has used so far, in seconds ("?" if unknown); the
-# write rows log it per round, so a round that ran beside the server's own
-# work on its memory shows as such
+# write rows log it per round (and the mount's), so a round that ran beside
+# the server's own work on its memory shows as such
 server_cpu_seconds() {
-    local pid
-    pid="$(cat "$REPO/.build/servers/$EMU_NAME/pid" 2>/dev/null)" || { echo "?"; return; }
-    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$pid/stat" 2>/dev/null || echo "?"
+    cpu_seconds_of "$(cat "$REPO/.build/servers/$EMU_NAME/pid" 2>/dev/null)"
 }
 
 # server_cpu_since START: seconds of server CPU since server_cpu_seconds gave START
-server_cpu_since() {
-    local now
-    now="$(server_cpu_seconds)"
-    [[ "$1" != "?" && "$now" != "?" ]] || { echo "?"; return; }
-    awk -v a="$1" -v b="$now" 'BEGIN { printf "%.2f", b - a }'
+server_cpu_since() { seconds_between "$1" "$(server_cpu_seconds)"; }
+
+# cpu_seconds_of PID: the CPU time (user + system) of process PID so far
+cpu_seconds_of() {
+    [[ -n "$1" ]] || { echo "?"; return; }
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo "?"
+}
+
+# seconds_between A B: B - A, or "?" if either is unknown
+seconds_between() {
+    [[ "$1" != "?" && "$2" != "?" ]] || { echo "?"; return; }
+    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'
 }
 
 stop_bench_server() {

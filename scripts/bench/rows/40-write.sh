@@ -330,14 +330,15 @@ write_curl() {
 # ---------------------------------------------------------------- mounts
 
 fs_wbig() { # MP: cp of the 256 MiB file into the mount's root
-    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT-${MEDIAN_ROUND:-1}.bin" r media="" cell cpu
+    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT-${MEDIAN_ROUND:-1}.bin" r media="" cell cpu mount_cpu
     if [[ "$CUR_COL" == bucketfs ]]; then
         media="$(curl_wbig 2>>"$LOG")" || media=""
         log "    just before: media POST ${media:-failed}"
     fi
     cpu="$(server_cpu_seconds)"
+    mount_cpu="$(cpu_seconds_of "$CUR_PID")"
     r="$(durable object "$name" "$WORK/big.bin" --wait -- cp "$WORK/big.bin" "$mp/$name")"
-    log "    server CPU during $CUR_COL's cp: $(server_cpu_since "$cpu") s"
+    log "    server CPU during $CUR_COL's cp: $(server_cpu_since "$cpu") s; the mount's: $(seconds_between "$mount_cpu" "$(cpu_seconds_of "$CUR_PID")") s"
     api_delete_one "$name"
     cell="$(cell_big "$r")"
     # These rounds run inside measure's subshell, so the ratios go to files

@@ -11,8 +11,8 @@ import Glibc
 /// A mount fills the pool before it answers (`prefill`), so that a cold
 /// read does not first touch fresh memory: on the test machine (a
 /// virtual machine whose host backs guest memory lazily) first touching
-/// a huge page took from 0.1 to 1.9 ms per 2 MiB (128 MiB in 11 to
-/// 240 ms, the slow case whenever the guest's free huge pages had been
+/// a huge page took from 0.1 to 2.3 ms per 2 MiB (128 MiB in 11 to
+/// 290 ms, the slow case whenever the guest's free huge pages had been
 /// handed back to the host), and in the slow cold reads of a 256 MiB
 /// object `clear_page_erms` was the mount's top symbol: 100-150 samples
 /// (about 70-100 ms) against 6 in the fast ones, their wall time 0.29-0.31

@@ -115,12 +115,11 @@ EOF
 # the same through the proxy with no cap and no delay (BASE PID): also logs
 # the proxy's CPU time per MiB, what it costs itself
 curl_parts_get_unshaped() {
-    local base="$1" pid="$2" cpu0 cpu1 out
-    cpu0="$(awk '{ print $14 + $15 }' "/proc/$pid/stat")"
+    local base="$1" pid="$2" cpu0 out
+    cpu0="$(cpu_seconds_of "$pid")"
     out="$(curl_parts_get "$base")"
-    cpu1="$(awk '{ print $14 + $15 }' "/proc/$pid/stat")"
-    awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v mib="$BIG_MIB" 'BEGIN {
-        printf "proxy CPU: %.2f s for %d MiB, %.2f ms/MiB\n", t / hz, mib, t / hz * 1000 / mib }' >&2
+    awk -v s="$(seconds_between "$cpu0" "$(cpu_seconds_of "$pid")")" -v mib="$BIG_MIB" 'BEGIN {
+        printf "proxy CPU: %.2f s for %d MiB, %.2f ms/MiB\n", s, mib, s * 1000 / mib }' >&2
     echo "$out"
 }
 

@@ -240,10 +240,15 @@ extension MountTests {
             let uploads = log.filter { $0.hasPrefix("POST /upload/storage/v1/b/\(gcs.bucket)/o?") }
             // The one request that followed the file from 8 MiB was cut when
             // it passed 16 MiB: the server answered it with an error and
-            // stored nothing (the listing above has model.bin alone).
-            #expect(uploads.count == 7 && uploads.allSatisfy { $0.contains("ifGenerationMatch=0") }
-                    && uploads.filter { $0.contains("uploadType=multipart") }.count == 6 && uploads[0].contains("uploadType=media"),
-                    "the cut (media) request, then six (multipart) parts: \(uploads.joined(separator: "\n"))")
+            // stored nothing (the listing above has model.bin alone). When
+            // `cp` outruns it (a busy machine writes those 8 MiB in a few
+            // ms), it is cut before its connection is up and the server
+            // never sees it; the parts are the same either way.
+            let media = uploads.filter { $0.contains("uploadType=media") }
+            #expect(uploads.allSatisfy { $0.contains("ifGenerationMatch=0") }
+                    && uploads.filter { $0.contains("uploadType=multipart") }.count == 6
+                    && media.count <= 1 && uploads.count == 6 + media.count && (media.isEmpty || uploads[0] == media[0]),
+                    "at most the cut (media) request, then six (multipart) parts: \(uploads.joined(separator: "\n"))")
             #expect(try FakeGCSServerLog.uploadsAnswered200(bucket: gcs.bucket) == 6, "six parts stored")
             #expect(log.filter { $0.hasPrefix("POST /storage/v1/b/\(gcs.bucket)/o/model.bin/compose") }.count == 1)
             #expect(log.filter { $0.hasPrefix("DELETE /storage/v1/b/\(gcs.bucket)/o/.bucketfs-parts%2F") }.count == 6)

@@ -316,10 +316,21 @@ EMU_NAMES=()
 use_group_server() {
     EMU_NAME="bench-$1"
     if [[ -z "${GROUP_SERVER_PORT[$1]:-}" ]]; then
-        start_bench_server
+        if [[ "$1" == write ]]; then
+            # One P for the write group's fake-gcs-server: with two on these
+            # two cores, its runtime spun (runtime.procyield, and the
+            # kernel's wake-ups under it) for 1.4-2.6 s of CPU on some
+            # 256 MiB uploads, against 0.5 s in a steady one, in either
+            # column; with one, curl's POSTs ran at 0.55-0.57 s in a row
+            # (docs/performance.md).
+            GOMAXPROCS="${BENCH_WRITE_SERVER_PROCS:-1}" start_bench_server
+        else
+            start_bench_server
+        fi
         EMU_NAMES+=("$EMU_NAME")
         GROUP_SERVER_PORT[$1]="${EMU_BASE##*:}"
         log "server of '$1': $EMU_BASE"
+        [[ "$1" != write ]] || log "    with GOMAXPROCS=${BENCH_WRITE_SERVER_PROCS:-1}"
     fi
     EMU_PORT="${GROUP_SERVER_PORT[$1]}"
     EMU_BASE="http://127.0.0.1:$EMU_PORT"

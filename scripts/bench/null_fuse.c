@@ -14,8 +14,19 @@
 // in memory only. Each staged file is created once and written through
 // one open (the bench's cp).
 //
-//   null_fuse MOUNTPOINT [STAGE_DIR]  (foreground; fusermount3 -u MOUNTPOINT ends it)
+// With UPLOAD_URL as well (the JSON API's media upload URL up to `name=`),
+// each staged file also goes up as one chunked media POST to UPLOAD_URL
+// followed by the file's name, started at create: a thread sends the
+// staged bytes with libcurl as they land, read back from the staged file
+// (pread into libcurl's 2 MiB upload buffer), and the close (FLUSH) waits
+// until the server has answered, EIO unless it answered 200. That is
+// SPEC's design for a file written in order near the store, as bucketfs's
+// one request does it, with nothing else of bucketfs: no cache, no
+// checksum, no state machine.
+//
+//   null_fuse MOUNTPOINT [STAGE_DIR [UPLOAD_URL]]  (foreground; fusermount3 -u MOUNTPOINT ends it)
 #include "floor_fs.h"
+#include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +42,16 @@ struct node {
     int is_dir;
     off_t size;
     int stage_fd; // -1: not staged
+    // UPLOAD_URL: bytes [0, staged) are on disk, [0, sent) went to libcurl;
+    // `closed` once the file is flushed; the sender thread and its answer.
+    off_t staged, sent;
+    int closed, sending;
+    long status;
+    pthread_t sender;
 };
 static const char *stage_dir; // NULL: keep nothing
+static const char *upload_url; // NULL: send nothing
+static pthread_cond_t grew = PTHREAD_COND_INITIALIZER;
 static struct node *nodes;
 static fuse_ino_t node_count = 2; // 1 is the root
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -82,7 +101,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
 static fuse_ino_t make(fuse_ino_t parent, const char *name, int is_dir) {
     pthread_mutex_lock(&lock);
     fuse_ino_t ino = node_count < MAX_NODES ? node_count++ : 0;
-    if (ino) nodes[ino] = (struct node){parent, strdup(name), is_dir, 0, -1};
+    if (ino) nodes[ino] = (struct node){.parent = parent, .name = strdup(name), .is_dir = is_dir, .stage_fd = -1};
     pthread_mutex_unlock(&lock);
     return ino;
 }
@@ -92,6 +111,53 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     fuse_ino_t ino = make(parent, name, 1);
     if (!ino) fuse_reply_err(req, ENOSPC);
     else reply_entry(req, ino, NULL);
+}
+
+// libcurl's read callback, on the sender thread: the next staged bytes,
+// waiting for the writer while there are none; 0 (the end) once the file
+// is closed and all of it went.
+static size_t read_staged(char *buf, size_t size, size_t count, void *arg) {
+    struct node *n = arg;
+    pthread_mutex_lock(&lock);
+    while (n->sent >= n->staged && !n->closed) pthread_cond_wait(&grew, &lock);
+    off_t available = n->staged - n->sent;
+    pthread_mutex_unlock(&lock);
+    if (available <= 0) return 0;
+    size_t want = size * count < (size_t)available ? size * count : (size_t)available;
+    ssize_t got = pread(n->stage_fd, buf, want, n->sent);
+    if (got <= 0) return CURL_READFUNC_ABORT;
+    n->sent += got; // this thread's alone
+    return (size_t)got;
+}
+
+static size_t discard(char *buf, size_t size, size_t count, void *arg) {
+    (void)buf;
+    (void)arg;
+    return size * count;
+}
+
+static void *send_staged(void *arg) {
+    struct node *n = arg;
+    char url[8192];
+    snprintf(url, sizeof url, "%s%s", upload_url, n->name);
+    CURL *easy = curl_easy_init();
+    struct curl_slist *headers = curl_slist_append(NULL, "Expect:");
+    headers = curl_slist_append(headers, "Transfer-Encoding: chunked");
+    headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
+    curl_easy_setopt(easy, CURLOPT_URL, url);
+    curl_easy_setopt(easy, CURLOPT_POST, 1L);
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(easy, CURLOPT_READFUNCTION, read_staged);
+    curl_easy_setopt(easy, CURLOPT_READDATA, n);
+    curl_easy_setopt(easy, CURLOPT_UPLOAD_BUFFERSIZE, 2L << 20);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
+    long status = 0;
+    if (curl_easy_perform(easy) == CURLE_OK) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(easy);
+    n->status = status; // read after the join
+    return NULL;
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
@@ -108,6 +174,13 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         if (nodes[ino].stage_fd < 0) {
             fuse_reply_err(req, errno);
             return;
+        }
+        if (upload_url) {
+            if (pthread_create(&nodes[ino].sender, NULL, send_staged, &nodes[ino]) != 0) {
+                fuse_reply_err(req, EIO);
+                return;
+            }
+            nodes[ino].sending = 1;
         }
     }
     reply_entry(req, ino, fi);
@@ -134,14 +207,27 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
     }
     pthread_mutex_lock(&lock);
     if (off + (off_t)size > nodes[ino].size) nodes[ino].size = off + size;
+    // The bench's cp writes in order: what is staged ends at the furthest write.
+    if (off + (off_t)size > nodes[ino].staged) nodes[ino].staged = off + size;
+    pthread_cond_broadcast(&grew);
     pthread_mutex_unlock(&lock);
     fuse_reply_write(req, size);
 }
 
-static void op_ok(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-    (void)ino;
+// UPLOAD_URL: the first close ends the POST and waits for its answer.
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     (void)fi;
-    fuse_reply_err(req, 0);
+    if (!nodes[ino].sending) {
+        fuse_reply_err(req, 0);
+        return;
+    }
+    pthread_mutex_lock(&lock);
+    nodes[ino].closed = 1;
+    pthread_cond_broadcast(&grew);
+    pthread_mutex_unlock(&lock);
+    pthread_join(nodes[ino].sender, NULL);
+    nodes[ino].sending = 0;
+    fuse_reply_err(req, nodes[ino].status == 200 ? 0 : EIO);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -170,19 +256,23 @@ static const struct fuse_lowlevel_ops ops = {
     .getattr = op_getattr,
     .setattr = op_setattr,
     .write = op_write,
-    .flush = op_ok,
+    .flush = op_flush,
     .release = op_release,
     .fsync = NULL,
     .getxattr = op_getxattr,
 };
 
 int main(int argc, char **argv) {
-    if (argc != 2 && argc != 3) {
-        fprintf(stderr, "usage: %s MOUNTPOINT [STAGE_DIR]\n", argv[0]);
+    if (argc < 2 || argc > 4) {
+        fprintf(stderr, "usage: %s MOUNTPOINT [STAGE_DIR [UPLOAD_URL]]\n", argv[0]);
         return 2;
     }
-    if (argc == 3) stage_dir = argv[2];
+    if (argc >= 3) stage_dir = argv[2];
+    if (argc == 4) {
+        upload_url = argv[3];
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+    }
     nodes = calloc(MAX_NODES, sizeof *nodes);
-    nodes[1] = (struct node){1, "", 1, 0, -1};
+    nodes[1] = (struct node){.parent = 1, .name = "", .is_dir = 1, .stage_fd = -1};
     return floor_serve(argv[0], argv[1], "fsname=null_fuse,subtype=null_fuse", &ops, sizeof ops, NULL);
 }

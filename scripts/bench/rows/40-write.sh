@@ -26,6 +26,8 @@ bench_row wbig_floor "the same cp on an in-memory C FUSE filesystem (MiB/s; the 
 bench_row wbig_overlap "that cp and curl's media POST side by side, until both end (MiB/s; the most a mount that uploads while the file is written reaches on these cores, curl column)"
 bench_row wbig_paired "the 256 MiB write against curl's media POST run just before it, round by round (median of the rounds' ratios; the POSTs themselves in brackets)"
 bench_row wbig_staged_overlap "the cp on that filesystem keeping each file on local disk too, beside curl's chunked media POST, until both end (MiB/s; the most a mount that stages on disk and sends one request reaches on these cores, curl column)"
+bench_row wbig_staged_stream "the cp on that filesystem staging each file on local disk and sending it from there as it is written, in one chunked media POST (libcurl), close waiting for the answer (MiB/s; the design bucketfs follows, in C with nothing else, curl column)"
+bench_row wbig_staged_paired "the 256 MiB write against that staging filesystem run just before it, round by round (median of the rounds' ratios; its rounds in brackets)"
 bench_row wsmall "300 files of 4 KiB into a new dir, until durable (files/s)"
 bench_row wsmall_http "HTTP requests per small file (of the 300)"
 bench_row wsmall_fuse "FUSE requests per small file (bash \`printf > f\`)"
@@ -194,12 +196,12 @@ cat_file() { cat "$1"; }
 # mounted with the loop bucketfs uses: what the kernel's FUSE path costs
 # before a filesystem does anything. null_fuse_mount sets NULL_MP and
 # NULL_PID; null_fuse_unmount ends it.
-null_fuse_mount() { # [STAGE_DIR]: also keep each file's bytes there
+null_fuse_mount() { # [STAGE_DIR [UPLOAD_URL]]: also keep each file's bytes there (and upload them)
     local bin="$WORK/null_fuse"
     NULL_MP="$WORK/mnt-null"
-    [[ -x "$bin" ]] || cc -O2 -o "$bin" "$REPO/scripts/bench/null_fuse.c" $(pkg-config --cflags --libs fuse3)
+    [[ -x "$bin" ]] || cc -O2 -o "$bin" "$REPO/scripts/bench/null_fuse.c" $(pkg-config --cflags --libs fuse3) -lcurl -lpthread
     mkdir -p "$NULL_MP" ${1:+"$1"}
-    "$bin" "$NULL_MP" ${1:+"$1"} &
+    "$bin" "$NULL_MP" "$@" &
     NULL_PID=$!
     PIDS+=("$NULL_PID")
     MOUNTS+=("$NULL_MP")
@@ -261,6 +263,34 @@ staged_overlap_big() {
     return "$rc"
 }
 
+# SPEC's design for a file written in order near the store, with nothing
+# of bucketfs: null_fuse staging each file on local disk and sending the
+# staged bytes as they land, read back from disk, in one chunked media POST
+# (libcurl, in a thread of its own), its close waiting for the answer
+# (scripts/bench/null_fuse.c, UPLOAD_URL). Timed as bucketfs's rounds are:
+# until_durable.py around the cp, the object's MD5 checked.
+STAGED_STREAM_DIR="$WORK/null-stage-stream"
+staged_stream_mount() {
+    null_fuse_mount "$STAGED_STREAM_DIR" "$BASE/upload/storage/v1/b/$BUCKET/o?uploadType=media&name="
+}
+
+staged_stream_once() { # NAME (URL-safe): prints what until_durable.py printed
+    local name="$1" r cpu
+    cpu="$(server_cpu_seconds)"
+    r="$(durable object "$name" "$WORK/big.bin" --wait -- cp "$WORK/big.bin" "$NULL_MP/$name")" || return 1
+    log "    server CPU during the staging C filesystem's cp: $(server_cpu_since "$cpu") s"
+    api_delete_one "$name" || return 1
+    echo "$r"
+}
+
+staged_stream_big() {
+    local r rc=0
+    staged_stream_mount || return 1
+    r="$(staged_stream_once "$WBIG_NAME_PREFIX-staged-stream-$RTT-${MEDIAN_ROUND:-1}.bin")" || rc=1
+    null_fuse_unmount
+    [[ "$rc" == 0 ]] && cell_big "$r"
+}
+
 # side_by_side STAGE_DIR CMD...: the 256 MiB cp on null_fuse (staging in
 # STAGE_DIR unless empty) and CMD started together, timed until both end;
 # prints the cell
@@ -320,6 +350,7 @@ write_curl() {
     warm_server >&2 || echo "warm_server failed" >&2
     measure wbig_overlap curl median_of "$WBIG_ROUNDS" overlap_big
     measure wbig_staged_overlap curl median_of "$WBIG_ROUNDS" staged_overlap_big
+    measure wbig_staged_stream curl median_of "$WBIG_ROUNDS" staged_stream_big
     measure wsmall curl curl_wsmall
     measure wsmall_http curl cat_file "$WORK/wsmall_http.curl"
     measure wsmall_floor curl null_fuse_small
@@ -330,10 +361,14 @@ write_curl() {
 # ---------------------------------------------------------------- mounts
 
 fs_wbig() { # MP: cp of the 256 MiB file into the mount's root
-    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT-${MEDIAN_ROUND:-1}.bin" r media="" cell cpu mount_cpu
+    local mp="$1" name="$WBIG_NAME_PREFIX-$CUR_COL-$RTT-${MEDIAN_ROUND:-1}.bin" r media="" staged="" cell cpu mount_cpu
     if [[ "$CUR_COL" == bucketfs ]]; then
         media="$(curl_wbig 2>>"$LOG")" || media=""
         log "    just before: media POST ${media:-failed}"
+        # null_fuse with UPLOAD_URL, mounted by write_fs around bucketfs's rows
+        staged="$(staged_stream_once "$WBIG_NAME_PREFIX-staged-paired-$RTT-${MEDIAN_ROUND:-1}.bin" 2>>"$LOG")" &&
+            staged="$(cell_big "$staged")" || staged=""
+        log "    just before: the staging C filesystem ${staged:-failed}"
     fi
     cpu="$(server_cpu_seconds)"
     mount_cpu="$(cpu_seconds_of "$CUR_PID")"
@@ -345,6 +380,7 @@ fs_wbig() { # MP: cp of the 256 MiB file into the mount's root
     # in $WORK that write_fs reads (as wsmall_http's count does).
     if [[ "$CUR_COL" == bucketfs ]]; then
         paired_ratio "$cell" "$media" >>"$WORK/wbig_paired.$CUR_COL"
+        paired_ratio "$cell" "$staged" >>"$WORK/wbig_staged_paired.$CUR_COL"
     fi
     echo "$cell"
 }
@@ -431,29 +467,36 @@ write_fs() {
         fail_cells "$col" "seeding failed" rmtree
         rows=(wbig:fs_wbig_median wsmall:fs_wsmall)
     fi
-    local saved=("${RCLONE_FLAGS[@]}")
+    local saved=("${RCLONE_FLAGS[@]}") staging=no
     RCLONE_FLAGS=(${BENCH_RCLONE_WRITE_FLAGS:---vfs-cache-mode writes})
+    # bucketfs's 256 MiB rounds each run the staging C filesystem just before
+    if [[ "$col" == bucketfs ]]; then
+        staged_stream_mount 2>>"$LOG" && staging=yes || log "    the staging C filesystem did not mount"
+    fi
     run_group "$col" write "${rows[@]}"
+    [[ "$staging" == no ]] || null_fuse_unmount
     RCLONE_FLAGS=("${saved[@]}")
     if [[ -f "$WORK/wsmall_http.$col" ]]; then
         set_cell wsmall_http "$col" "$(cat "$WORK/wsmall_http.$col")"
         rm -f "$WORK/wsmall_http.$col"
     fi
     if [[ "$col" == bucketfs ]]; then
-        local paired=wbig_paired
-        if [[ -f "$WORK/$paired.$col" ]]; then
+        local paired
+        for paired in wbig_paired wbig_staged_paired; do
+            [[ -f "$WORK/$paired.$col" ]] || continue
             log "    rounds of $paired: $(tr '\n' ' ' <"$WORK/$paired.$col")"
             set_cell "$paired" "$col" "$(median_line <"$WORK/$paired.$col")"
             [[ -n "${CELL[$paired,$col,$(cell_at)]}" ]] || set_cell "$paired" "$col" error
             rm -f "$WORK/$paired.$col"
-        fi
+        done
         MOUNTS+=("$WORK/mnt-trace") # mounted inside the measurement's subshell
         measure wsmall_fuse bucketfs fuse_requests_per_file
     fi
 }
 
 write_notes() {
-    echo "Writes (a mount of their own; rclone with ${BENCH_RCLONE_WRITE_FLAGS:---vfs-cache-mode writes}): \"until durable\" runs"
+    echo "Writes (a mount of their own; rclone with ${BENCH_RCLONE_WRITE_FLAGS:---vfs-cache-mode writes}; the group's server with"
+    echo "GOMAXPROCS=${BENCH_WRITE_SERVER_PROCS:-1}, BENCH_WRITE_SERVER_PROCS): \"until durable\" runs"
     echo "from the start of the command until the JSON API shows every object with its full size (polled every"
     echo "50-100 ms while not; bucketfs uploads before close returns, rclone after, by its --vfs-write-back delay,"
     echo "default 5 s), MD5 checked afterwards; every timed write starts with sync (untimed: no dirty page of earlier work"
@@ -463,8 +506,10 @@ write_notes() {
     echo "one request near the store for a file with metadata to keep (a new file of default mode goes as a media POST);"
     echo "floor: the cp on scripts/bench/null_fuse.c; side by side: that cp and curl's media POST started together, until"
     echo "both end; staged: the same cp with null_fuse writing each file to local disk too, beside curl's chunked media"
-    echo "POST; paired: in each of bucketfs's rounds curl's media POST runs right before the cp, and the cell is the"
-    echo "median of the rounds' bucketfs/curl ratios;"
+    echo "POST; staging and sending: null_fuse staging each file on local disk, a thread of it sending the staged bytes"
+    echo "as they land (pread) in one chunked media POST with libcurl, close waiting for the answer, timed as bucketfs;"
+    echo "paired: in each of bucketfs's rounds curl's media POST and then that staging filesystem"
+    echo "run right before the cp, and the cells are the medians of the rounds' bucketfs/curl and bucketfs/staging ratios;"
     echo "300 files: one bash process writing each file with the builtin printf (no fork per file) into a directory"
     echo "made just before, curl 300 media uploads from one process (--config, \`next\`); requests per file: what the"
     echo "emulator received during the timed command, besides the durability checks; FUSE requests per file: libfuse's"

@@ -25,7 +25,7 @@ bench_row wbig_multipart "the same file as one multipart POST with its metadata,
 bench_row wbig_floor "the same cp on an in-memory C FUSE filesystem (MiB/s; the FUSE write path's floor, curl column)"
 bench_row wbig_overlap "that cp and curl's media POST side by side, until both end (MiB/s; the most a mount that uploads while the file is written reaches on these cores, curl column)"
 bench_row wbig_paired "the 256 MiB write against curl's media POST run just before it, round by round (median of the rounds' ratios; the POSTs themselves in brackets)"
-bench_row wbig_staged_overlap "the cp on that filesystem keeping each file on local disk too, beside curl's chunked media POST, until both end (MiB/s; the most a mount that stages on disk and sends one request reaches on these cores, curl column)"
+bench_row wbig_staged_overlap "the cp on that filesystem keeping each file on local disk too, beside curl's chunked media POST of the source file, until both end (MiB/s; curl does not wait for the cp's bytes, so no bound for a mount, curl column)"
 bench_row wbig_staged_stream "the cp on that filesystem staging each file on local disk and sending it from there as it is written, in one chunked media POST (libcurl), close waiting for the answer (MiB/s; the design bucketfs follows, in C with nothing else, curl column)"
 bench_row wbig_staged_paired "the 256 MiB write against that staging filesystem run just before it, round by round (median of the rounds' ratios; its rounds in brackets)"
 bench_row wsmall "300 files of 4 KiB into a new dir, until durable (files/s)"

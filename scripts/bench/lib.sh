@@ -321,8 +321,8 @@ use_group_server() {
             # two cores, its runtime spun (runtime.procyield, and the
             # kernel's wake-ups under it) for 1.4-2.6 s of CPU on some
             # 256 MiB uploads, against 0.5 s in a steady one, in either
-            # column; with one, curl's POSTs ran at 0.55-0.57 s in a row
-            # (docs/performance.md).
+            # column; with one, curl's POSTs took 0.54-0.73 s in 14 rounds
+            # where two took 0.55-1.59 s (docs/performance.md).
             GOMAXPROCS="${BENCH_WRITE_SERVER_PROCS:-1}" start_bench_server
         else
             start_bench_server

@@ -316,21 +316,18 @@ EMU_NAMES=()
 use_group_server() {
     EMU_NAME="bench-$1"
     if [[ -z "${GROUP_SERVER_PORT[$1]:-}" ]]; then
-        if [[ "$1" == write ]]; then
-            # One P for the write group's fake-gcs-server: with two on these
-            # two cores, its runtime spun (runtime.procyield, and the
-            # kernel's wake-ups under it) for 1.4-2.6 s of CPU on some
-            # 256 MiB uploads, against 0.5 s in a steady one, in either
-            # column; with one, curl's POSTs took 0.54-0.73 s in 14 rounds
-            # where two took 0.55-1.59 s (docs/performance.md).
-            GOMAXPROCS="${BENCH_WRITE_SERVER_PROCS:-1}" start_bench_server
-        else
-            start_bench_server
-        fi
+        # One P for the write group's fake-gcs-server: with two on these
+        # two cores, its runtime spun (runtime.procyield, and the kernel's
+        # wake-ups under it) for 1.4-2.6 s of CPU on some 256 MiB uploads,
+        # against 0.5 s in a steady one, in either column; with one, curl's
+        # POSTs took 0.54-0.73 s in 14 rounds where two took 0.55-1.59 s
+        # (docs/performance.md). Other groups keep Go's default.
+        local procs=""
+        [[ "$1" != write ]] || procs="${BENCH_WRITE_SERVER_PROCS:-1}"
+        GOMAXPROCS="$procs" start_bench_server
         EMU_NAMES+=("$EMU_NAME")
         GROUP_SERVER_PORT[$1]="${EMU_BASE##*:}"
-        log "server of '$1': $EMU_BASE"
-        [[ "$1" != write ]] || log "    with GOMAXPROCS=${BENCH_WRITE_SERVER_PROCS:-1}"
+        log "server of '$1': $EMU_BASE${procs:+ (GOMAXPROCS=$procs)}"
     fi
     EMU_PORT="${GROUP_SERVER_PORT[$1]}"
     EMU_BASE="http://127.0.0.1:$EMU_PORT"

@@ -103,7 +103,11 @@ extension StorageReference {
         var next: Task<HTTPResponse, any Error>? = fetch(pageToken)
         defer { next?.cancel() }
         while let current = next {
-            let response = try await current.value
+            // The page requests are Tasks of their own, which a cancellation
+            // of this one does not reach: it is passed on, so a cancelled
+            // listing ends at once, its request in flight with it.
+            try Task.checkCancellation()
+            let response = try await withTaskCancellationHandler { try await current.value } onCancel: { current.cancel() }
             let guessed: String? = switch JSONScan.topLevelString("nextPageToken", in: response.body) {
             case .found(let token) where !token.isEmpty: token
             case .found, .absent, .unknown: nil

@@ -42,6 +42,31 @@ import Transport
         #expect(all.prefixes.map(\.name).sorted() == ["explicit", "sub"])
     }
 
+    /// A listing whose Task is cancelled (its directory handle released,
+    /// or the reader interrupted) asks for no page after: the page
+    /// requests run as Tasks of their own, which the cancellation must be
+    /// passed on to.
+    @Test func aCancelledListingEndsAtOnceAndAsksForNoFurtherPage() async throws {
+        try await raw.seedListingExample()
+        let listed = storage.reference().child("dir")
+        let listing = Task { () -> (pages: Int, error: (any Error)?) in
+            var pages = 0
+            do {
+                try await listed.listPages(after: nil, maxResults: 10) { _ in
+                    pages += 1
+                    withUnsafeCurrentTask { $0?.cancel() }
+                }
+            } catch {
+                return (pages, error)
+            }
+            return (pages, nil)
+        }
+        let (pages, error) = await listing.value
+        #expect(pages == 1, "no page handed over after the cancellation")
+        #expect(error is CancellationError || (error as? TransportError).map { if case .cancelled = $0 { true } else { false } } == true,
+            "\(String(describing: error))")
+    }
+
     @Test func pipelinedPagesAreThePagesOneAfterAnother() async throws {
         try await raw.seedListingExample()
         try await expectPipelinedPagesMatchListPages(storage)

@@ -116,10 +116,10 @@ extension MetadataCache {
 
         /// A kept listing names `path` (whose entry it inserted first).
         mutating func pin(_ path: String) {
-            guard var entry = entries[path] else { return }
-            entry.pins += 1
-            if entry.pins == 1 { pinnedCount += 1 }
-            entries[path] = entry
+            // Changed in place: one lookup, no copy of the entry.
+            guard let index = entries.index(forKey: path) else { return }
+            entries.values[index].pins += 1
+            if entries.values[index].pins == 1 { pinnedCount += 1 }
         }
 
         /// A kept listing no longer names `path`: once no listing does, it

@@ -120,6 +120,19 @@ struct MetadataCache: Sendable {
         listings.opening(listed, path: path, now: now, launch: launch)
     }
 
+    mutating func listingArriving(_ listed: String, handle: UInt64, task: Task<Void, Never>, readAt: Duration) {
+        listings.arriving(listed, handle: handle, task: task, readAt: readAt)
+    }
+
+    mutating func listingPageArrived(_ listed: String, handle: UInt64, _ children: [(String, Node)], last: Bool, now: Duration) {
+        listings.arrivedPage(listed, handle: handle, children, &entries)
+        if last { listings.arrivedAll(listed, handle: handle, now: now, &entries) }
+    }
+
+    mutating func listingArrivalEnded(_ listed: String, handle: UInt64) {
+        listings.arrivalEnded(listed, handle: handle)
+    }
+
     mutating func keepProbe(of listed: String, _ page: ListPage, readAt: Duration) {
         listings.keepProbe(of: listed, page, readAt: readAt, &entries)
     }

@@ -8,6 +8,9 @@ import Logging
 /// kernel still holds the directory's entries from an earlier opendir of
 /// the same listing (`cache_readdir` + `keep_cache`), no readdir comes and
 /// a warm `ls -l` of 100,000 entries costs no per-entry work here at all.
+/// A listing read from the store that has more than one page is the
+/// exception: its entries are made page by page as the pages arrive
+/// (`ListingArrival`), and readdir answers from the ones made so far.
 ///
 /// Kept in `FileSystem.State.directories`; its entries are made under the
 /// state lock, from the metadata cache (which a kept listing's names point
@@ -22,6 +25,11 @@ struct DirectoryHandle: Sendable {
     /// Inodes handed out in `entries`, pinned until releasedir so that a
     /// readdirplus entry the bridge counts later is still known.
     var pinned: [UInt64] = []
+    /// A listing still arriving (`ListingArrival`): its entries are made
+    /// page by page, and readdir past them waits.
+    var arrival: ListingArrival<CheckedContinuation<Void, Never>>?
+    /// The task reading the rest of that listing, cancelled at releasedir.
+    var arrivalTask: Task<Void, Never>?
 
     struct Source: Sendable {
         let path: String
@@ -67,27 +75,66 @@ struct DirectoryHandle: Sendable {
         guard var children = Self.children(of: source, cache, now: now, context.logger) else { return false }
         self.source = nil
         Self.mergeStaged(staged, into: &children)
-        var entries: [DirectoryEntry] = []
-        var pinned: [UInt64] = []
         entries.reserveCapacity(children.count + 2)
         pinned.reserveCapacity(children.count)
-        inodes.reserveCapacity(forMore: children.count)
-        let parentInode = inode == InodeTable.root
-            ? inode : inodes.inode(forPath: PathRules.parent(of: source.path)) ?? inode
+        makeDots(path: source.path, cache, inodes, now: now, context)
+        append(children, path: source.path, &inodes, context)
+        return true
+    }
+
+    /// Starts the entries of a listing that arrives page by page:
+    /// "." and "..", then each page's as `arrival` lets them through
+    /// (`appendArrived`).
+    mutating func startArriving(
+        path: String, _ arrival: ListingArrival<CheckedContinuation<Void, Never>>, _ cache: borrowing MetadataCache,
+        _ inodes: inout InodeTable, now: Duration, _ context: Context
+    ) {
+        source = nil
+        self.arrival = arrival
+        makeDots(path: path, cache, inodes, now: now, context)
+    }
+
+    /// A page of the arriving listing (of the directory at `path`):
+    /// makes the entries it lets through; returns the names it settled
+    /// (for the listing being kept) and the waiters to resume.
+    mutating func appendArrived(
+        _ page: ListPage, path: String, _ cache: borrowing MetadataCache, _ inodes: inout InodeTable, now: Duration, _ context: Context
+    ) -> ListingArrival<CheckedContinuation<Void, Never>>.Arrived {
+        guard let arrived = arrival?.pageArrived(page) else { return .init() }
+        // As for a listing read and not kept: a directory the cache knows
+        // newer (a chmod here since) shows as the cache has it.
+        let children = arrived.children.map { name, node in
+            if case .directory = node, let known = cache.node(PathRules.join(path, name), now: now), case .directory = known {
+                return (name, known)
+            }
+            return (name, node)
+        }
+        append(children, path: path, &inodes, context)
+        return arrived
+    }
+
+    /// "." and "..", the first two entries.
+    private mutating func makeDots(
+        path: String, _ cache: borrowing MetadataCache, _ inodes: borrowing InodeTable, now: Duration, _ context: Context
+    ) {
+        let parentInode = inode == InodeTable.root ? inode : inodes.inode(forPath: PathRules.parent(of: path)) ?? inode
         for (name, dotInode) in [(".", inode), ("..", parentInode)] {
             let dot = Self.directoryAttributes(dotInode, cache, inodes, now: now, context.mapper)
             entries.append(DirectoryEntry(name: name, entry: EntryReply(dot, timeout: context.timeout), nextOffset: Int64(entries.count + 1)))
         }
+    }
+
+    /// Entries for `children` of the directory at `path`, each child's
+    /// inode resolved and pinned.
+    private mutating func append(_ children: [(String, MetadataCache.Node)], path: String, _ inodes: inout InodeTable, _ context: Context) {
+        inodes.reserveCapacity(forMore: children.count)
         for (name, node) in children {
-            let child = inodes.resolveAndPin(PathRules.join(source.path, name), kind: node.kind!)
+            let child = inodes.resolveAndPin(PathRules.join(path, name), kind: node.kind!)
             pinned.append(child)
             let attributes = context.mapper.attributes(node, inode: child, changed: inodes[child]?.entriesChanged)!
             entries.append(DirectoryEntry(
                 name: name, entry: EntryReply(attributes, timeout: context.timeout), nextOffset: Int64(entries.count + 1)))
         }
-        self.entries = entries
-        self.pinned = pinned
-        return true
     }
 
     /// The entries of `source`'s listing, by name, sorted; nil when the

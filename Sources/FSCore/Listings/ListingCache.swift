@@ -71,9 +71,19 @@ struct ListingCache: Sendable {
         /// 100,000 entries a dictionary by name (then sorted) cost a third
         /// of opendir's time after the last page.
         func children(under listed: String, logger: Logger?, sorted: Bool = true) -> [(String, MetadataCache.Node)] {
+            Self.children(items: items.values, prefixes: prefixes, placeholders: placeholders, under: listed, logger: logger, sorted: sorted)
+        }
+
+        /// The entries named by `items` and `prefixes` (of the listing of
+        /// `listed`), as `children(under:)` makes them: a whole listing's,
+        /// or a page's (`ListingArrival`).
+        static func children(
+            items: some Collection<ObjectInfo>, prefixes: Set<String>, placeholders: [String: ObjectInfo],
+            under listed: String, logger: Logger?, sorted: Bool
+        ) -> [(String, MetadataCache.Node)] {
             var children: [(String, MetadataCache.Node)] = []
-            children.reserveCapacity(entryCount)
-            for item in items.values {
+            children.reserveCapacity(items.count + prefixes.count)
+            for item in items {
                 guard let name = PathRules.entryName(ofItem: item.name, under: listed) else {
                     logger?.debug("skipping object that cannot be a file", metadata: ["object": "\(item.name)"])
                     continue
@@ -104,7 +114,7 @@ struct ListingCache: Sendable {
         var files: Set<String> = []
         var directories: Set<String> = []
         let readAt: Duration
-        let completedAt: Duration
+        var completedAt: Duration
         /// Subdirectories opened since it was read (a second one starts a
         /// `TreeWalk` of this directory).
         var subdirectoriesOpened = 0

@@ -21,27 +21,77 @@ struct ListingReader: Sendable {
     /// (`MountOptions.listingStatWidth`).
     let statWidth: Int
 
-    /// Every page of the listing of `listed` (the directory at mount path
-    /// `path`): the cached one when it is younger than statTTL (0 turns the
-    /// cache off), else from a walk of the subtree it lies in (`TreeWalk`),
-    /// else listed page by page (going on from the first page a lookup's
-    /// probe just read, if any).
-    func listing(of listed: String, path: String) async throws(FSError) -> ListingCache.Opened {
+    /// What opendir of `listed` (the directory at mount path `path`) starts
+    /// from.
+    enum Opening: Sendable {
+        /// The whole listing.
+        case listing(ListingCache.Opened)
+        /// The first page of a listing that has more, requested at
+        /// `readAt`: the rest arrive while readdir answers (`rest`).
+        case arriving(ListPage, readAt: Duration)
+    }
+
+    /// The listing of `listed` (the directory at mount path `path`) as
+    /// opendir starts from it: the cached one when it is younger than
+    /// statTTL (0 turns the cache off), else from a walk of the subtree it
+    /// lies in (`TreeWalk`), else its first page from the store (or the one
+    /// a lookup's probe just read): the whole listing when that is all,
+    /// else the page, and `rest` reads the others. A listing whose items
+    /// need a stat each (v0's) is read whole.
+    func opening(of listed: String, path: String) async throws(FSError) -> Opening {
         let started = clock.now
-        guard configuration.ttl > .zero else {
-            let whole = try await wholeListing(of: listed, path: path)
-            return .read(ListingCache.Listing(whole, readAt: started))
+        var head: Listings.Head?
+        if configuration.ttl > .zero {
+            let (cached, probed, walkStarted, inFlight) = cache.withLock { s in
+                let (cached, probed, walkStarted) = s.opening(listed, path: path, now: started, launch: launch)
+                return (cached, probed, walkStarted, cached == nil ? s.listings.arriving[listed]?.task : nil)
+            }
+            if let walkStarted {
+                logger.debug("walking a subtree with flat listings", metadata: ["prefix": "\(walkStarted)"])
+            }
+            if let cached { return .listing(.kept(cached)) }
+            if let inFlight {
+                // Another handle is reading this listing page by page: wait
+                // for it to be kept (`ls -l` twice in a row).
+                guard await inFlight.valueUnlessCancelled() != nil else { throw .interrupted("opendir of /\(listed)") }
+                if let kept = cache.withLock({ $0.listings.fresh(listed, now: clock.now) }) { return .listing(.kept(kept)) }
+            }
+            if probed == nil, let walked = try await listingFromWalk(listed) { return .listing(.kept(walked)) }
+            head = probed
         }
-        let (cached, head, walkStarted) = cache.withLock { s in
-            s.opening(listed, path: path, now: started, launch: launch)
+        guard configuration.carryMetadata else {
+            var whole = try await wholeListing(of: listed, path: path, after: head?.page)
+            // Stats for the items only when what they find is kept.
+            if configuration.ttl > .zero { whole = try await withEntryMetadata(whole, listed: listed) }
+            return .listing(keep(listed, ListingCache.Listing(whole, readAt: head?.readAt ?? started, completedAt: clock.now)))
         }
-        if let walkStarted {
-            logger.debug("walking a subtree with flat listings", metadata: ["prefix": "\(walkStarted)"])
+        if let head { return .arriving(head.page, readAt: head.readAt) }
+        let first: ListPage
+        do {
+            first = try await store.list(prefix: listed, pageToken: nil, maxResults: Listings.pageSize)
+        } catch {
+            throw failure(error, during: .list, "list", path + "/")
         }
-        if let cached { return .kept(cached) }
-        if head == nil, let walked = try await listingFromWalk(listed) { return .kept(walked) }
-        let whole = try await withEntryMetadata(wholeListing(of: listed, path: path, after: head?.page), listed: listed)
-        let listing = ListingCache.Listing(whole, readAt: head?.readAt ?? started, completedAt: clock.now)
+        guard first.nextPageToken == nil else { return .arriving(first, readAt: started) }
+        return .listing(keep(listed, ListingCache.Listing(first, readAt: started, completedAt: clock.now)))
+    }
+
+    /// The pages of the listing of `listed` after `first` (an `arriving`
+    /// opening's), each given to `each` as it arrives.
+    func rest(of listed: String, path: String, after first: ListPage, _ each: (ListPage) -> Void) async throws(FSError) {
+        do {
+            try await store.listPages(prefix: listed, after: first.nextPageToken, maxResults: Listings.pageSize, each)
+        } catch {
+            // The handle was released first (not a failure to log).
+            if case .cancelled = error { throw .interrupted("listing of /\(path)") }
+            throw failure(error, during: .list, "list", path + "/")
+        }
+    }
+
+    /// Keeps `listing` of `listed` when listings are kept and the cache's
+    /// budget takes it; as opendir then has it.
+    private func keep(_ listed: String, _ listing: ListingCache.Listing) -> ListingCache.Opened {
+        guard configuration.ttl > .zero else { return .read(listing) }
         return cache.withLock { c in
             c.apply(.listed(listed, listing), now: listing.readAt)
             // Not kept when over the listing cache's whole budget.

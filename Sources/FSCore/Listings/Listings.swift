@@ -61,6 +61,21 @@ struct Listings: Sendable {
     /// root's listed prefix.
     var walks: [String: ActiveWalk] = [:]
     var nextWalkID: UInt64 = 0
+    /// Listings being read page by page for a directory handle
+    /// (`ListingArrival`), by listed prefix: kept page by page, so that
+    /// the listing is in the cache as soon as its last page is; an opendir
+    /// of the same directory meanwhile waits for that rather than reading
+    /// it again.
+    private(set) var arriving: [String: Arriving] = [:]
+
+    struct Arriving: Sendable {
+        /// The handle reading it.
+        let handle: UInt64
+        /// Its reading, which ends when the listing is kept (or not).
+        let task: Task<Void, Never>
+        /// Its names so far, each one's metadata already in the table.
+        var kept: ListingCache.Kept
+    }
     /// The server returned names outside a walk's key range: walks
     /// list whole subtrees, without offsets, from then on.
     var offsetsIgnored = false
@@ -122,6 +137,44 @@ struct Listings: Sendable {
         cache.store(listed, kept, &entries)
     }
 
+    /// Directory handle `handle` reads the listing of `listed` (requested
+    /// at `readAt`) page by page, in `task`.
+    mutating func arriving(_ listed: String, handle: UInt64, task: Task<Void, Never>, readAt: Duration) {
+        guard keeps else { return }
+        arriving[listed] = Arriving(handle: handle, task: task, kept: ListingCache.Kept(path: mountPath(listed), readAt: readAt, completedAt: readAt))
+    }
+
+    /// Names of that listing, as a page settled them (`ListingArrival`):
+    /// their metadata goes to `entries` (as fresh as the listing), their
+    /// names to the listing, as `keep` does for a whole one.
+    mutating func arrivedPage(
+        _ listed: String, handle: UInt64, _ children: [(String, MetadataCache.Node)], _ entries: inout MetadataCache.Entries
+    ) {
+        guard var listing = arriving.removeValue(forKey: listed) else { return }
+        // Taken out and put back: its sets change in place.
+        defer { arriving[listed] = listing }
+        guard listing.handle == handle else { return }
+        entries.reserveCapacity(forMore: children.count)
+        for (name, node) in children {
+            let child = PathRules.join(listing.kept.path, name)
+            entries.insert(child, node, now: listing.kept.readAt)
+            if case .directory = node { listing.kept.directories.insert(child) } else { listing.kept.files.insert(child) }
+        }
+    }
+
+    /// That listing's last page arrived at `now`: it is kept.
+    mutating func arrivedAll(_ listed: String, handle: UInt64, now: Duration, _ entries: inout MetadataCache.Entries) {
+        guard var listing = arriving[listed], listing.handle == handle else { return }
+        arriving[listed] = nil
+        listing.kept.completedAt = max(now, listing.kept.readAt)
+        cache.store(listed, listing.kept, &entries)
+    }
+
+    /// That reading ended without its last page (failed or cancelled).
+    mutating func arrivalEnded(_ listed: String, handle: UInt64) {
+        if arriving[listed]?.handle == handle { arriving[listed] = nil }
+    }
+
     /// The mount path of the directory listed as `listed`.
     func mountPath(_ listed: String) -> String {
         let path = listed.dropFirst(configuration.objectPrefix.count)
@@ -180,10 +233,12 @@ struct Listings: Sendable {
         cache.remove(PathRules.listingPrefix(configuration.objectPrefix, path), &entries)
     }
 
-    /// Drops the cached listing of `listed` and its probe's first page.
+    /// Drops the cached listing of `listed`, its probe's first page, and
+    /// the one arriving, if any (it is not kept).
     mutating func forget(_ listed: String, _ entries: inout MetadataCache.Entries) {
         cache.remove(listed, &entries)
         heads[listed] = nil
+        arriving[listed] = nil
     }
 
     /// Entries held: those of the cached listings and the first pages.
@@ -194,6 +249,10 @@ struct Listings: Sendable {
     mutating func removeAll(walks dropWalks: Bool, _ entries: inout MetadataCache.Entries) {
         cache.removeAll(&entries)
         heads.removeAll()
-        if dropWalks { walks.removeAll() }
+        if dropWalks {
+            walks.removeAll()
+            // Their pages were read before too: a later opendir reads anew.
+            arriving.removeAll()
+        }
     }
 }

@@ -2,7 +2,9 @@ import Logging
 
 /// The listings' I/O: reads from the store what the metadata cache's
 /// listings lack and feeds it back under the cache's lock:
-/// opendir's whole listing of a directory, the page that relists a small
+/// opendir's listing of a directory (whole, or its first page and then
+/// the rest, page by page, for the file system to feed to the handle and
+/// to the listing kept: `opening`, `rest`), the page that relists a small
 /// directory for a lookup, the pages of walks (`ListingReader+Walks.swift`)
 /// and the stats that complete a listing without metadata
 /// (`ListingReader+EntryMetadata.swift`). It has the store, the clock and

@@ -182,6 +182,30 @@ struct ArrivingListingTests {
         try await h.fs.release(entry.attributes.inode, handle: file.handle)
     }
 
+    @Test func aFileMadeHereWhileTheListingArrivesIsInTheListingKept() async throws {
+        let (h, gate, names) = try harness(files: 1500)
+        let big = try await h.lookup("big")
+        let open = try await h.fs.openDirectory(big.attributes.inode)
+        // After the first page, before the second: a name on that first
+        // page goes, a new one comes.
+        try await h.fs.unlink(parent: big.attributes.inode, name: names[10])
+        let (entry, file) = try await h.fs.create(parent: big.attributes.inode, name: "a-new", mode: 0o644, flags: O_WRONLY)
+        try await h.fs.release(entry.attributes.inode, handle: file.handle)
+        gate.allow(1)
+        _ = try await readAll(h, big.attributes.inode, open.handle)
+        h.fs.releasedir(big.attributes.inode, handle: open.handle)
+
+        h.store.resetCounters()
+        let again = try await h.fs.openDirectory(big.attributes.inode)
+        let listed = try await readAll(h, big.attributes.inode, again.handle).map(\.name)
+        #expect(h.store.requestCount(.list) == 0, "answered from the listing kept")
+        var expected = names
+        expected.remove(at: 10)
+        #expect(Set(listed) == Set([".", ".."] + expected + ["a-new"]))
+        #expect(listed.count == expected.count + 3)
+        h.fs.releasedir(big.attributes.inode, handle: again.handle)
+    }
+
     /// Entries from offset 0 up to `count`, without reading past them.
     private func entries(_ h: Harness, _ inode: UInt64, _ handle: UInt64, upTo count: Int64) async throws -> [DirectoryEntry] {
         var entries: [DirectoryEntry] = []

@@ -207,6 +207,18 @@ struct Listings: Sendable {
         cache.amend(listed, path: path, node, &entries)
         heads[listed] = nil
         if !walks.isEmpty { walks = walks.filter { !$0.value.schedule.contains(listed) } }
+        // The listing arriving (if any) names it so too: its pages read
+        // already could not, and it is kept at its last page.
+        if var listing = arriving.removeValue(forKey: listed) {
+            listing.kept.files.remove(path)
+            listing.kept.directories.remove(path)
+            switch node {
+            case .file: listing.kept.files.insert(path)
+            case .directory: listing.kept.directories.insert(path)
+            case .absent: break
+            }
+            arriving[listed] = listing
+        }
     }
 
     /// What a read of the store found `path` to be (its entry already in

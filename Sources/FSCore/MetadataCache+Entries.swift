@@ -125,15 +125,15 @@ extension MetadataCache {
         /// A kept listing no longer names `path`: once no listing does, it
         /// is evicted and expires like any other entry.
         mutating func unpin(_ path: String) {
-            guard var entry = entries[path], entry.pins > 0 else { return }
-            entry.pins -= 1
-            if entry.pins == 0 {
-                pinnedCount -= 1
-                lastStamp += 1
-                entry.stamp = lastStamp
-                requeue(Record(path: path, stamp: entry.stamp, expiry: entry.expiry), absent: entry.node == .absent)
-            }
-            entries[path] = entry
+            // Changed in place, as `pin`: one lookup, no copy of the entry.
+            guard let index = entries.index(forKey: path), entries.values[index].pins > 0 else { return }
+            entries.values[index].pins -= 1
+            guard entries.values[index].pins == 0 else { return }
+            pinnedCount -= 1
+            lastStamp += 1
+            entries.values[index].stamp = lastStamp
+            let entry = entries.values[index]
+            requeue(Record(path: path, stamp: entry.stamp, expiry: entry.expiry), absent: entry.node == .absent)
         }
 
         mutating func remove(_ path: String) {

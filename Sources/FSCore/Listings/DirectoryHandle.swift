@@ -101,15 +101,7 @@ struct DirectoryHandle: Sendable {
         _ page: ListPage, path: String, _ cache: borrowing MetadataCache, _ inodes: inout InodeTable, now: Duration, _ context: Context
     ) -> ListingArrival<CheckedContinuation<Void, Never>>.Arrived {
         guard let arrived = arrival?.pageArrived(page) else { return .init() }
-        // As for a listing read and not kept: a directory the cache knows
-        // newer (a chmod here since) shows as the cache has it.
-        let children = arrived.children.map { name, node in
-            if case .directory = node, let known = cache.node(PathRules.join(path, name), now: now), case .directory = known {
-                return (name, known)
-            }
-            return (name, node)
-        }
-        append(children, path: path, &inodes, context)
+        append(Self.knownDirectories(arrived.children, path: path, cache, now: now), path: path, &inodes, context)
         return arrived
     }
 
@@ -144,14 +136,7 @@ struct DirectoryHandle: Sendable {
     ) -> [(String, MetadataCache.Node)]? {
         switch source.listing {
         case .read(let listing):
-            // Not kept, so perhaps older than what the cache knows of a
-            // directory's placeholder (a chmod here since).
-            return listing.children(under: source.listed, logger: logger).map { name, node in
-                if case .directory = node, let known = cache.node(PathRules.join(source.path, name), now: now), case .directory = known {
-                    return (name, known)
-                }
-                return (name, node)
-            }
+            return knownDirectories(listing.children(under: source.listed, logger: logger), path: source.path, cache, now: now)
         case .kept(let kept):
             var children: [(String, MetadataCache.Node)] = []
             children.reserveCapacity(kept.entryCount)
@@ -165,6 +150,21 @@ struct DirectoryHandle: Sendable {
                 }
             }
             return children
+        }
+    }
+
+    /// `children` of the directory at `path` from a listing not kept (read
+    /// for this handle), so perhaps older than what the cache knows of a
+    /// directory's placeholder (a chmod here since): such a directory
+    /// shows as the cache has it.
+    private static func knownDirectories(
+        _ children: [(String, MetadataCache.Node)], path: String, _ cache: borrowing MetadataCache, now: Duration
+    ) -> [(String, MetadataCache.Node)] {
+        children.map { name, node in
+            if case .directory = node, let known = cache.node(PathRules.join(path, name), now: now), case .directory = known {
+                return (name, known)
+            }
+            return (name, node)
         }
     }
 

@@ -124,6 +124,20 @@ struct ListingCache: Sendable {
         /// Whether it names `path` (a file or a directory).
         func names(_ path: String) -> Bool { files.contains(path) || directories.contains(path) }
 
+        /// Has it name `path` as `node` says (a file, a directory, or not
+        /// at all); returns whether it named `path` before, and now.
+        mutating func name(_ path: String, as node: MetadataCache.Node) -> (before: Bool, now: Bool) {
+            let wasFile = files.remove(path) != nil
+            let wasDirectory = directories.remove(path) != nil
+            let before = wasFile || wasDirectory
+            switch node {
+            case .file: files.insert(path)
+            case .directory: directories.insert(path)
+            case .absent: return (before, false)
+            }
+            return (before, true)
+        }
+
         /// Its entries' paths, sorted by name.
         var sortedPaths: [String] { (files.union(directories)).sorted() }
     }
@@ -207,17 +221,9 @@ struct ListingCache: Sendable {
         // Taken out of the dictionary first, so its storage is changed in
         // place rather than copied.
         entryCount -= listing.entryCount
-        if listing.files.remove(path) != nil { entries.unpin(path) }
-        if listing.directories.remove(path) != nil { entries.unpin(path) }
-        switch node {
-        case .file:
-            listing.files.insert(path)
-            entries.pin(path)
-        case .directory:
-            listing.directories.insert(path)
-            entries.pin(path)
-        case .absent: break
-        }
+        let named = listing.name(path, as: node)
+        if named.before { entries.unpin(path) }
+        if named.now { entries.pin(path) }
         entryCount += listing.entryCount
         listings[listed] = listing
     }

@@ -125,16 +125,23 @@ struct Listings: Sendable {
         guard keeps else { return }
         let path = mountPath(listed)
         var kept = ListingCache.Kept(path: path, readAt: listing.readAt, completedAt: listing.completedAt)
-        let children = listing.children(under: listed, logger: nil, sorted: false)
         // Only a listing the cache's budget takes pins its entries; a
         // larger one still leaves them in the table (bounded by capacity).
+        Self.add(listing.children(under: listed, logger: nil, sorted: false), to: &kept, &entries)
+        cache.store(listed, kept, &entries)
+    }
+
+    /// `children` (names in `kept`'s directory) go to `kept`, and their
+    /// metadata to `entries`, as fresh as `kept`'s listing.
+    private static func add(
+        _ children: [(String, MetadataCache.Node)], to kept: inout ListingCache.Kept, _ entries: inout MetadataCache.Entries
+    ) {
         entries.reserveCapacity(forMore: children.count)
         for (name, node) in children {
-            let child = PathRules.join(path, name)
-            entries.insert(child, node, now: listing.readAt)
+            let child = PathRules.join(kept.path, name)
+            entries.insert(child, node, now: kept.readAt)
             if case .directory = node { kept.directories.insert(child) } else { kept.files.insert(child) }
         }
-        cache.store(listed, kept, &entries)
     }
 
     /// Directory handle `handle` reads the listing of `listed` (requested
@@ -154,12 +161,7 @@ struct Listings: Sendable {
         // Taken out and put back: its sets change in place.
         defer { arriving[listed] = listing }
         guard listing.handle == handle else { return }
-        entries.reserveCapacity(forMore: children.count)
-        for (name, node) in children {
-            let child = PathRules.join(listing.kept.path, name)
-            entries.insert(child, node, now: listing.kept.readAt)
-            if case .directory = node { listing.kept.directories.insert(child) } else { listing.kept.files.insert(child) }
-        }
+        Self.add(children, to: &listing.kept, &entries)
     }
 
     /// That listing's last page arrived at `now`: it is kept.
@@ -210,13 +212,7 @@ struct Listings: Sendable {
         // The listing arriving (if any) names it so too: its pages read
         // already could not, and it is kept at its last page.
         if var listing = arriving.removeValue(forKey: listed) {
-            listing.kept.files.remove(path)
-            listing.kept.directories.remove(path)
-            switch node {
-            case .file: listing.kept.files.insert(path)
-            case .directory: listing.kept.directories.insert(path)
-            case .absent: break
-            }
+            _ = listing.kept.name(path, as: node)
             arriving[listed] = listing
         }
     }

@@ -21,7 +21,10 @@ struct ParallelReadTests {
             var inFlight = 0
             var peak = 0
             var failing: Set<Int64> = []
-            /// When the body's bytes up to each offset had been handed over.
+            /// When the store began to hand over the body's bytes up to
+            /// each offset: no reader can have had them before that instant.
+            /// (Taken after the handing over, a reader answered from the
+            /// sink on another thread could come first: once in a serial run.)
             var delivered: [(upTo: Int64, at: ContinuousClock.Instant)] = []
         }
         let inner: InMemoryObjectStore
@@ -60,8 +63,8 @@ struct ParallelReadTests {
             var at = range.lowerBound
             while at < range.upperBound {
                 let next = min(range.upperBound, at + piece)
-                _ = try await inner.read(name, generation: generation, range: at..<next, into: sink)
                 log.withLock { $0.delivered.append((next, .now)) }
+                _ = try await inner.read(name, generation: generation, range: at..<next, into: sink)
                 at = next
                 let due = started + .seconds(Double(at - range.lowerBound) / Double(rate))
                 try? await Task.sleep(until: due, clock: .continuous)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import FSCore
 
@@ -108,12 +109,12 @@ import Testing
     /// for its sizes, posix_memalign's otherwise, both freed with the Data).
     @Test func aWritesCopyIsPageAlignedAndTheSameBytes() {
         for size in [100, 4096, (128 << 10) + 3, 1 << 20, (3 << 20) + 5, 9 << 20] {
-            let source = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+            let source = GeneratedBytes.array(size) { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
             // Misaligned like libfuse's: 80 bytes into a request buffer.
             let request = [UInt8](repeating: 0, count: 80) + source
             let copy = request.withUnsafeBytes { pageAlignedCopy(of: UnsafeRawBufferPointer(rebasing: $0[80...])) }
             #expect(copy.count == size)
-            #expect(copy.elementsEqual(source), "\(size) bytes")
+            #expect(copy == Data(source), "\(size) bytes")
             if size >= 4096 {
                 copy.withUnsafeBytes { #expect(Int(bitPattern: $0.baseAddress) % 4096 == 0, "\(size) bytes") }
             }

@@ -18,7 +18,7 @@ import TestSupport
         let content: Data
         init(_ name: String, count: Int) {
             path = FileManager.default.temporaryDirectory.appendingPathComponent(name).path
-            content = Data((0..<count).map { (i: Int) -> UInt8 in UInt8(truncatingIfNeeded: i &* 7 &+ i / 251) })
+            content = GeneratedBytes.data(count) { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 / 251) }
             FileManager.default.createFile(atPath: path, contents: nil)
         }
         /// Appends bytes [from, to) of `content`.

@@ -107,7 +107,7 @@ import TestSupport
     @Test func aBodyCutMidwayReportsHowMuchReachedTheSink() async throws {
         let server = try TestServers.fakeGCS()
         let name = "cut-\(UUID().uuidString)"
-        let payload = Data((0..<200_000).map { UInt8($0 % 251) })
+        let payload = GeneratedBytes.data(200_000) { UInt8($0 % 251) }
         try await TestServers.putObject(payload, bucket: "transport", name: name, on: server, transport: transport)
         try await TestServers.injectFault(["method": "GET", "path_contains": name, "cut_after_bytes": 50_000, "count": 1], on: server, transport: transport)
         let received = Mutex(Data())
@@ -184,7 +184,7 @@ import TestSupport
         let server = try TestServers.fakeGCS()
         let name = "region-\(UUID().uuidString)"
         let path = FileManager.default.temporaryDirectory.appendingPathComponent(name).path
-        let content = Data((0..<100_000).map { UInt8($0 % 256) })
+        let content = GeneratedBytes.data(100_000) { UInt8($0 % 256) }
         #expect(FileManager.default.createFile(atPath: path, contents: content))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let body = RequestBody.concatenation([.bytes(Data("<".utf8)), .file(path: path, offset: 1000, length: 50_000), .bytes(Data(">".utf8))])

@@ -1,11 +1,12 @@
 import ArgumentParser
 import Foundation
+import TestSupport
 import Testing
 @testable import BucketFSCLI
 
 /// The command line's shape: the default subcommand, -o sorting, mount
 /// targets, and the options' single declaration in `Settings`.
-@Suite struct CommandLineTests {
+@Suite(.ownThread) struct CommandLineTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 

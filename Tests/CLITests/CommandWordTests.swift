@@ -1,13 +1,14 @@
 import ArgumentParser
 import Foundation
 import StorageKit
+import TestSupport
 import Testing
 @testable import BucketFSCLI
 
 /// What the command line refuses before anything connects, and how each
 /// subcommand's help reads: the first word, gs:// URLs, --endpoint,
 /// --version, the option groups of the copy commands.
-@Suite struct CommandWordTests {
+@Suite(.ownThread) struct CommandWordTests {
     /// The usage error `check` throws for `arguments`, or nil.
     static func refusal(_ arguments: [String]) -> CLIError? {
         do {

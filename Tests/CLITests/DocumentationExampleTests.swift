@@ -14,7 +14,7 @@ import TestSupport
 /// placeholders, `text` blocks are diagrams and listings, and `swift` and
 /// `mermaid` blocks are no commands: those are skipped. The `emulator`
 /// block of the README is run against the emulator by MountTests.
-@Suite struct DocumentationExampleTests {
+@Suite(.ownThread) struct DocumentationExampleTests {
     struct Example: CustomStringConvertible {
         let place: String
         let arguments: [String]

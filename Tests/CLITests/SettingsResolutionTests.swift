@@ -1,11 +1,12 @@
 import ArgumentParser
 import Foundation
+import TestSupport
 import Testing
 @testable import BucketFSCLI
 
 /// The mount's settings from the command line, -o, BUCKETFS_* variables and
 /// the config file, in that precedence (docs/operations.md), without a mount.
-@Suite struct SettingsResolutionTests {
+@Suite(.ownThread) struct SettingsResolutionTests {
     /// A scratch directory as HOME and XDG_CONFIG_HOME, so no real config file is found.
     final class Scratch {
         let path: String

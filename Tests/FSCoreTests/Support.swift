@@ -15,19 +15,12 @@ func removeDirectory(_ path: String) {
     try? FileManager.default.removeItem(atPath: path)
 }
 
-/// Deterministic bytes, different for each seed: SplitMix64's words,
-/// eight bytes from each. A word at a time because some tests write files
-/// of 20 to 64 MiB, and a byte at a time made this, in a debug build, the
-/// largest use of CPU in the whole test process (11 s of the first 25 s of
-/// a full run, holding the cooperative threads from the timing tests).
+/// Deterministic bytes, different for each seed: SplitMix64's stream.
+/// (A byte a step, this was the largest use of CPU in a debug build's
+/// test process: 11 s of the first 25 s of a full run.)
 func bytes(_ count: Int, seed: Int = 0) -> Data {
     var generator = SplitMix64(seed: UInt64(truncatingIfNeeded: seed))
-    var words = [UInt64](repeating: 0, count: (count + 7) / 8)
-    for i in words.indices { words[i] = generator.next() }
-    // The words' own bytes; the last word's beyond `count` are cut.
-    var data = words.withUnsafeBytes { Data($0) }
-    data.removeLast(data.count - count)
-    return data
+    return GeneratedBytes.random(count, using: &generator)
 }
 
 /// A test store that passes every call to `inner`: a conforming type

@@ -67,18 +67,10 @@ enum TestEnv {
     /// A fresh prefix per test, so parallel tests never see each other.
     static func uniquePrefix(_ label: String) -> String { "\(label)-\(UUID().uuidString.prefix(8))" }
 
+    /// Deterministic bytes for `seed`: SplitMix64's stream.
     static func randomData(_ count: Int, seed: UInt64 = 42) -> Data {
-        var state = seed
-        var data = Data(count: count)
-        data.withUnsafeMutableBytes { raw in
-            let words = raw.bindMemory(to: UInt64.self)
-            for i in 0..<words.count {
-                state = state &* 6364136223846793005 &+ 1442695040888963407
-                words[i] = state
-            }
-            for i in (words.count * 8)..<count { raw[i] = UInt8(truncatingIfNeeded: i) }
-        }
-        return data
+        var generator = SplitMix64(seed: seed)
+        return GeneratedBytes.random(count, using: &generator)
     }
 }
 

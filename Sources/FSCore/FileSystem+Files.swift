@@ -22,20 +22,33 @@ extension FileSystem {
     /// for writing (or with O_TRUNC, which atomic O_TRUNC delivers here)
     /// attaches to the inode's staged file, creating it from that
     /// generation if needed.
+    ///
+    /// A write-only handle bypasses the kernel's page cache (`directIO`):
+    /// its writes come here straight from the writer's buffer, not through
+    /// pages the kernel fills and keeps for bytes that nothing through
+    /// this handle can read back. Keeping them cost a `cp` of 256 MiB a
+    /// copy and 256 MiB of new page cache besides the staged file's
+    /// (docs/performance.md). Handles that can read keep the page cache;
+    /// they may map the file, which a direct-I/O handle cannot. The
+    /// kernel drops any page another handle cached for a range a direct
+    /// write covers, so those readers see the new bytes.
     public func open(_ inode: UInt64, flags: Int32) async throws(FSError) -> OpenReply {
         let file = try record(inode)
         guard file.kind != .directory else { throw FSError(.isDirectory, "open of directory \(file.path)") }
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
+        let writeOnly = flags & O_ACCMODE == O_WRONLY
         if writing { try refuseIfReadOnly("open for writing of \(file.path)") }
 
         if let staged = state.withLock({ $0.staged[inode] }),
-           let reply = try await attach(inode, staged, fresh: false, writable: writing, truncate: flags & O_TRUNC != 0) {
+           let reply = try await attach(
+               inode, staged, fresh: false, writable: writing, directIO: writeOnly, truncate: flags & O_TRUNC != 0) {
             return reply
         }
         let info = try await currentInfo(file.path)
         if writing {
             let staged = try writeBack.makeStagedFile(path: file.path, base: info, truncated: flags & O_TRUNC != 0)
-            guard let reply = try await attach(inode, staged, fresh: true, writable: true, truncate: flags & O_TRUNC != 0) else {
+            guard let reply = try await attach(
+                inode, staged, fresh: true, writable: true, directIO: writeOnly, truncate: flags & O_TRUNC != 0) else {
                 throw FSError(.ioError, "open of \(file.path): a new staged file was refused")
             }
             return reply
@@ -44,7 +57,7 @@ extension FileSystem {
         return try state.withLock { s throws(FSError) in
             guard s.inodes[inode] != nil else { throw FSError(.notFound, "inode \(inode) forgotten during open") }
             let unchanged = s.inodes.noteOpen(inode, generation: info.generation)
-            return newHandle(OpenFile(inode: inode, reader: reader, writable: false), &s, keepCache: unchanged)
+            return newHandle(OpenFile(inode: inode, reader: reader, writable: false), &s, keepCache: unchanged, directIO: false)
         }
     }
 
@@ -74,7 +87,8 @@ extension FileSystem {
     }
 
     /// A handle on the staged file registered for `inode`, else on
-    /// `candidate` (then registered), truncated if asked.
+    /// `candidate` (then registered), truncated if asked; `directIO` for a
+    /// write-only handle (`open`).
     ///
     /// `fresh`: `candidate` was just made for this open, and is discarded
     /// if another open registered one first. Otherwise it is the one this
@@ -85,7 +99,7 @@ extension FileSystem {
     /// closed descriptor whose number another file may have by then, and
     /// discarding it again would close that other file.
     func attach(
-        _ inode: UInt64, _ candidate: StagedFile, fresh: Bool, writable: Bool, truncate: Bool
+        _ inode: UInt64, _ candidate: StagedFile, fresh: Bool, writable: Bool, directIO: Bool, truncate: Bool
     ) async throws(FSError) -> OpenReply? {
         let attached = try state.withLock { s throws(FSError) -> (OpenReply, StagedFile)? in
             guard s.inodes[inode] != nil else { throw FSError(.notFound, "inode \(inode) forgotten during open") }
@@ -94,7 +108,8 @@ extension FileSystem {
             guard writeBack.handle(.attach(new: fresh || staged !== candidate), of: staged, in: &s) == .accepted(true) else { return nil }
             s.staged[inode] = staged
             // The kernel's cached pages may predate writes: drop them.
-            return (newHandle(OpenFile(inode: inode, reader: nil, writable: writable), &s, keepCache: false), staged)
+            let file = OpenFile(inode: inode, reader: nil, writable: writable)
+            return (newHandle(file, &s, keepCache: false, directIO: directIO), staged)
         }
         guard let (reply, staged) = attached else { return nil }
         if fresh, staged !== candidate { writeBack.discard(candidate) }
@@ -114,12 +129,12 @@ extension FileSystem {
         state.withLock { s in s.files[handle].map { ($0, s.staged[$0.inode]) } }
     }
 
-    private func newHandle(_ file: OpenFile, _ s: inout State, keepCache: Bool) -> OpenReply {
+    private func newHandle(_ file: OpenFile, _ s: inout State, keepCache: Bool, directIO: Bool) -> OpenReply {
         s.inodes.pin(file.inode)
         let handle = s.nextHandle
         s.nextHandle += 1
         s.files[handle] = file
-        return OpenReply(handle: handle, directIO: false, keepCache: keepCache)
+        return OpenReply(handle: handle, directIO: directIO, keepCache: keepCache)
     }
 
     /// Bytes of the staged file if the inode has one; else of the

@@ -21,12 +21,31 @@ final class BridgeContext: Sendable {
     /// leave the kernel's 128 KiB), and where the mount is.
     let kernelReadAheadKiB: Int?
     let mountpoint: String
+    /// Whether this kernel drops the pages other handles cached for a
+    /// range a direct-I/O write covers (set at FUSE_INIT): only then may a
+    /// handle bypass the page cache (`OpenReply.directIO`), or a reader
+    /// open beside it could read its cached bytes of that range after the
+    /// write. Linux 6.6 added that invalidation (commit 80e4f25262f9,
+    /// "fuse: invalidate page cache pages before direct write", in
+    /// `fuse_direct_io`), with FUSE protocol 7.39; older kernels keep every
+    /// handle on the page cache. MountTests' `writeOnlyHandlesBypassThePageCache`
+    /// checks it on the kernel the tests run on.
+    private let directIOKeepsReadersCoherent = Atomic<Bool>(false)
+    static let directIOCoherentFromMinor: UInt32 = 39
     private let inFlight = Atomic<Int>(0)
     private let tuned = Atomic<Bool>(false)
     private let lastRequestID = Atomic<UInt64>(0)
     let metrics = FuseMetrics()
     /// Requests the kernel may interrupt, and the Tasks serving them.
     let interrupts = InterruptibleRequests()
+
+    /// Whether an open may ask for direct I/O (`directIOKeepsReadersCoherent`).
+    var allowsDirectIO: Bool { directIOKeepsReadersCoherent.load(ordering: .relaxed) }
+
+    /// Records the kernel's FUSE protocol minor version from FUSE_INIT.
+    func kernelSpeaks(minor: UInt32) {
+        directIOKeepsReadersCoherent.store(minor >= Self.directIOCoherentFromMinor, ordering: .relaxed)
+    }
 
     /// A number for each request, in the logs of everything it causes
     /// (`Caller.requestID`).

@@ -144,6 +144,7 @@ private func negotiateConnection(_ conn: UnsafeMutablePointer<fuse_conn_info>, _
     conn.pointee.want = want
     conn.pointee.max_background = BridgeContext.maxBackground
     conn.pointee.congestion_threshold = BridgeContext.maxBackground * 3 / 4
+    context.kernelSpeaks(minor: conn.pointee.proto_minor)
     if let maxRead = context.maxRead {
         // Must match the max_read= mount option, or libfuse fails the init.
         conn.pointee.max_read = maxRead
@@ -152,6 +153,7 @@ private func negotiateConnection(_ conn: UnsafeMutablePointer<fuse_conn_info>, _
         "FUSE connection negotiated",
         metadata: [
             "proto": "\(conn.pointee.proto_major).\(conn.pointee.proto_minor)",
+            "direct_io_for_write_only_handles": "\(context.allowsDirectIO)",
             "max_read": "\(conn.pointee.max_read)",
             "max_write": "\(conn.pointee.max_write)",
             "max_readahead": "\(conn.pointee.max_readahead)",

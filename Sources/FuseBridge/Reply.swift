@@ -59,7 +59,7 @@ struct Reply: ~Copyable, Sendable {
     consuming func open(_ reply: OpenReply) -> Bool {
         var fi = fuse_file_info()
         fi.fh = reply.handle
-        fi.direct_io = reply.directIO ? 1 : 0
+        fi.direct_io = reply.directIO && context.allowsDirectIO ? 1 : 0
         fi.keep_cache = reply.keepCache ? 1 : 0
         fi.cache_readdir = reply.cacheDirectory ? 1 : 0
         return send { fuse_reply_open($0, &fi) }
@@ -71,7 +71,7 @@ struct Reply: ~Copyable, Sendable {
         var param = makeEntryParam(entry)
         var fi = fuse_file_info()
         fi.fh = open.handle
-        fi.direct_io = open.directIO ? 1 : 0
+        fi.direct_io = open.directIO && context.allowsDirectIO ? 1 : 0
         fi.keep_cache = open.keepCache ? 1 : 0
         return send { fuse_reply_create($0, &param, &fi) }
     }

@@ -31,7 +31,7 @@ import Testing
         #expect(seen.withState { $0.writeBack.name == .retired })
         #expect(h.fs.state.withLock { $0.staged.state(seen.id) } == nil, "a discarded file's state is gone from the file system's")
 
-        let reply = try await h.fs.attach(inode, seen, fresh: false, writable: true, truncate: false)
+        let reply = try await h.fs.attach(inode, seen, fresh: false, writable: true, directIO: false, truncate: false)
         #expect(reply == nil, "a retired staged file must not get a handle")
         #expect(h.fs.state.withLock { $0.staged[inode] } == nil, "nor be registered again")
 
@@ -55,7 +55,7 @@ import Testing
 
         // The racing open attaches to the successor and leaves the retired
         // one alone (closing it again could close the successor's file).
-        let late = try #require(try await h.fs.attach(inode, seen, fresh: false, writable: true, truncate: false))
+        let late = try #require(try await h.fs.attach(inode, seen, fresh: false, writable: true, directIO: false, truncate: false))
         #expect(h.fs.state.withLock { $0.staged[inode] } === successor)
         _ = try await h.fs.write(inode, handle: other.handle, offset: 0, data: Data("two".utf8))
         _ = try await h.fs.write(inode, handle: late.handle, offset: 3, data: Data(" three".utf8))

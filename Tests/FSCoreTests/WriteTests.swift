@@ -31,6 +31,39 @@ private let MiB = 1 << 20
         #expect(try await h.fs.getattr(inode).attributes.modificationTime == Timestamp(stored.updated))
     }
 
+    // Checks semantics.md#write-only-direct
+    @Test func onlyAWriteOnlyHandleAsksToBypassThePageCache() async throws {
+        let h = try Harness()
+        h.store.seed("f", Data("abc".utf8))
+        let inode = try await h.lookup("f").attributes.inode
+        let cases: [(String, Int32, Bool)] = [
+            ("O_WRONLY", O_WRONLY, true), ("O_WRONLY|O_APPEND", O_WRONLY | O_APPEND, true),
+            ("O_RDWR", O_RDWR, false), ("O_RDONLY", O_RDONLY, false),
+            // Atomic O_TRUNC arrives in open: a read-only handle that
+            // truncates may still read, and map, the file.
+            ("O_RDONLY|O_TRUNC", O_RDONLY | O_TRUNC, false), ("O_WRONLY|O_TRUNC", O_WRONLY | O_TRUNC, true),
+        ]
+        for (name, flags, direct) in cases {
+            let open = try await h.fs.open(inode, flags: flags)
+            #expect(open.directIO == direct, "\(name)")
+            #expect(!open.keepCache, "\(name): a handle on the staged file keeps no cached page")
+            try await h.fs.release(inode, handle: open.handle)
+        }
+        // A second handle on a file already staged asks the same.
+        let writer = try await h.fs.open(inode, flags: O_WRONLY)
+        let reader = try await h.fs.open(inode, flags: O_RDONLY)
+        let second = try await h.fs.open(inode, flags: O_WRONLY)
+        #expect(writer.directIO && !reader.directIO && second.directIO)
+        for handle in [writer, reader, second] { try await h.fs.release(inode, handle: handle.handle) }
+
+        let (entry, created) = try await h.fs.create(parent: InodeTable.root, name: "new", mode: 0o644, flags: O_WRONLY | O_TRUNC)
+        #expect(created.directIO, "create for writing only")
+        try await h.fs.release(entry.attributes.inode, handle: created.handle)
+        let (both, readable) = try await h.fs.create(parent: InodeTable.root, name: "rw", mode: 0o644, flags: O_RDWR)
+        #expect(!readable.directIO, "create for reading and writing")
+        try await h.fs.release(both.attributes.inode, handle: readable.handle)
+    }
+
     // Checks semantics.md#write-when-uploaded
     @Test func anEmptyCreatedFileStillReachesTheBucket() async throws {
         let h = try Harness()

@@ -200,6 +200,64 @@ extension MountTests {
             try await ObjectChecks.expect(gcs, "\(prefix)/live.bin", holds: data)
         }
 
+        // Checks semantics.md#write-only-direct
+        @Test("a write-only descriptor leaves no page in the kernel's cache, and a reader that cached a range reads the new bytes")
+        func writeOnlyHandlesBypassThePageCache() async throws {
+            let gcs = try DirectGCS.emulator()
+            let prefix = MountEnv.uniquePrefix("wronly")
+            let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+            let size = 4 << 20
+            let old = MountEnv.pattern(size, seed: 81)
+            try await gcs.put("\(prefix)/f.bin", old)
+            let mount = try await Self.emulatorMount(prefix)
+            defer { mount.cleanup() }
+
+            // A write-only descriptor opens (the kernel drops the inode's
+            // cached pages at any open that keeps none); then a reader
+            // caches every page of the old bytes, seen through a shared
+            // mapping of its descriptor (mincore: which pages are cached).
+            let reader = try Posix.open(mount.at("f.bin"), O_RDONLY)
+            defer { Glibc.close(reader) }
+            let writer = try Posix.open(mount.at("f.bin"), O_WRONLY)
+            var closed = false
+            defer { if !closed { Glibc.close(writer) } }
+            let first = try Posix.pread(reader, count: size, at: 0).get()
+            #expect(first == old, "the reader reads the object")
+            let mapped = mmap(nil, size, PROT_READ, MAP_SHARED, reader, 0)
+            try #require(mapped != MAP_FAILED, "mmap of the reader: \(Posix.name(errno))")
+            defer { munmap(mapped, size) }
+            func cachedPages(_ range: Range<Int>) -> Int {
+                var resident = [UInt8](repeating: 0, count: (size + page - 1) / page)
+                guard mincore(mapped, size, &resident) == 0 else { return -1 }
+                return resident[(range.lowerBound / page)..<((range.upperBound + page - 1) / page)].filter { $0 & 1 != 0 }.count
+            }
+            try #require(cachedPages(0..<size) == size / page, "the kernel caches what the reader read: \(cachedPages(0..<size)) pages")
+
+            // The writer overwrites a whole mebibyte and a piece that starts
+            // and ends inside pages.
+            let patch = MountEnv.pattern(1 << 20, seed: 82), small = MountEnv.pattern(5000, seed: 83)
+            let smallAt = 2 * (1 << 20) + 1234
+            var expected = old
+            expected.replaceSubrange(0..<patch.count, with: patch)
+            expected.replaceSubrange(smallAt..<(smallAt + small.count), with: small)
+            #expect(Posix.pwriteAll(writer, patch, at: 0) == nil && Posix.pwriteAll(writer, small, at: smallAt) == nil,
+                    "writes\nlog:\n\(mount.logTail())")
+            // Its bytes did not go into the page cache (buffered writes
+            // leave the pages they wrote cached), and the reader's pages
+            // of those ranges are gone; those of the rest stay.
+            #expect(cachedPages(0..<patch.count) == 0, "pages of the written mebibyte still cached: \(cachedPages(0..<patch.count))")
+            #expect(cachedPages(smallAt..<(smallAt + small.count)) == 0, "pages of the small write still cached")
+            #expect(cachedPages((3 << 20)..<size) == (1 << 20) / page, "pages nobody wrote stay cached")
+            let again = try Posix.pread(reader, count: size, at: 0).get()
+            let fresh = again == expected  // outside #expect: no collection diff of megabytes
+            #expect(fresh, "the reader reads the bytes written, not its cached ones")
+
+            let outcome = await Posix.within(.seconds(60)) { Glibc.close(writer) }
+            closed = outcome != nil
+            #expect(outcome?.0.rc == 0, "close: \(outcome.map { "\($0.0)" } ?? "hung")\nlog:\n\(mount.logTail())")
+            try await ObjectChecks.expect(gcs, "\(prefix)/f.bin", holds: expected)
+        }
+
         // Checks semantics.md#write-when-uploaded
         @Test("only a dirty file uploads: a second fsync and the close leave the generation alone")
         func secondFlushUploadsNothing() async throws {

@@ -167,6 +167,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         fuse_reply_err(req, ENOSPC);
         return;
     }
+    // A write-only file bypasses the kernel's page cache, as in bucketfs
+    // (docs/semantics.md#write-only-direct): the floors measure the same
+    // kernel path as the mount they bound.
+    if ((fi->flags & O_ACCMODE) == O_WRONLY) fi->direct_io = 1;
     if (stage_dir) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%lu", stage_dir, (unsigned long)ino);

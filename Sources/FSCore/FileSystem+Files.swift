@@ -173,6 +173,7 @@ extension FileSystem {
         guard file.writable, let staged else { throw FSError(.badHandle, "handle \(handle) is not open for writing") }
         guard offset >= 0 else { throw FSError(.invalid, "write at \(offset)") }
         guard offset + Int64(data.count) <= Self.maximumFileSize else { throw FSError(.tooLarge, "write past 5 TiB") }
+        try await clearSetIDBitsBeforeWrite(inode, handle: handle)
         try await writeBack.write(data, at: offset, to: staged)
         FileSystemMetrics.writtenBytes.increment(by: Int64(data.count))
         return data.count
@@ -180,6 +181,23 @@ extension FileSystem {
 
     /// Cloud Storage's object size limit.
     static let maximumFileSize: Int64 = 5 << 40
+
+    /// A write by anyone but root clears the file's setuid bit, and its
+    /// setgid bit if group execute is set, as on a local disk (the
+    /// kernel's `should_remove_suid`; root stands for CAP_FSETID, which a
+    /// FUSE request does not carry). The kernel does it itself, with a
+    /// setattr, before a write through the page cache; before a
+    /// direct-I/O write (a write-only handle, `open`) it leaves it to the
+    /// filesystem with FUSE_WRITE_KILL_SUIDGID, a flag libfuse 3.14 does
+    /// not pass on. So the core does it for every write; after the
+    /// kernel's setattr there is nothing left to clear.
+    func clearSetIDBitsBeforeWrite(_ inode: UInt64, handle: UInt64) async throws(FSError) {
+        guard let caller = Caller.current, caller.uid != 0 else { return }
+        let mode = try await getattr(inode).attributes.mode
+        let setID = UInt32(S_ISUID) | (mode & UInt32(S_IXGRP) != 0 ? UInt32(S_ISGID) : 0)
+        guard mode & setID != 0 else { return }
+        _ = try await setattr(inode, handle: handle, changes: AttributeChanges(mode: mode & 0o7777 & ~setID))
+    }
 
     /// Every close; only a writable handle's uploads (a reader's close does
     /// not upload another handle's writes).

@@ -64,6 +64,31 @@ private let MiB = 1 << 20
         try await h.fs.release(both.attributes.inode, handle: readable.handle)
     }
 
+    // Checks semantics.md#shows-owners-permissions
+    @Test func aWriteByAnyoneButRootClearsSetuidAndSetgidWithGroupExecute() async throws {
+        let h = try Harness()
+        let cases: [(mode: UInt32, uid: UInt32, after: UInt32)] = [
+            (0o4755, 1000, 0o755), (0o2775, 1000, 0o775), (0o6775, 1000, 0o775),
+            (0o2765, 1000, 0o2765),  // setgid without group execute: mandatory locking's mark, kept
+            (0o6755, 0, 0o6755),  // root's write keeps both
+            (0o644, 1000, 0o644),
+        ]
+        for (mode, uid, after) in cases {
+            let name = "f\(String(mode, radix: 8))-\(uid)"
+            let (entry, open) = try await h.fs.create(parent: InodeTable.root, name: name, mode: 0o644, flags: O_WRONLY)
+            let inode = entry.attributes.inode
+            _ = try await h.fs.setattr(inode, handle: open.handle, changes: AttributeChanges(mode: mode))
+            let written = try await Caller.$current.withValue(Caller(uid: uid, gid: uid)) {
+                try await h.fs.write(inode, handle: open.handle, offset: 0, data: Data("x".utf8))
+            }
+            #expect(written == 1)
+            #expect(try await h.fs.getattr(inode).attributes.mode & 0o7777 == after, "\(name)")
+            try await h.fs.flush(inode, handle: open.handle)
+            try await h.fs.release(inode, handle: open.handle)
+            #expect(try await h.store.stat(name).customMetadata["goog-reserved-posix-mode"] == String(after, radix: 8), "\(name) as stored")
+        }
+    }
+
     // Checks semantics.md#write-when-uploaded
     @Test func anEmptyCreatedFileStillReachesTheBucket() async throws {
         let h = try Harness()

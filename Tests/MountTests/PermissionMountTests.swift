@@ -63,6 +63,35 @@ extension MountTests {
         }
 
         // Checks semantics.md#shows-owners-permissions
+        @Test("a write by another user clears setuid, and setgid with group execute, through a write-only or a read-write descriptor; root's keeps them")
+        func aWriteByAnotherUserClearsSetIDBits() async throws {
+            let gcs = try DirectGCS.emulator()
+            let prefix = MountEnv.uniquePrefix("setid")
+            let mount = try await Mount.start(
+                endpoint: gcs.base, prefix: prefix, options: ["-o", "allow_other,default_permissions"])
+            defer { mount.cleanup() }
+            #expect(chmod(mount.base, 0o755) == 0)
+            // name: mode set by root, who appends, how (sh: `>>` opens for
+            // writing only, `1<>` for reading and writing), mode after
+            let cases: [(String, String, UInt32, String, String)] = [
+                ("suid-wronly", "4777", Self.other, ">>", "777"),
+                ("suid-rdwr", "4777", Self.other, "1<>", "777"),
+                ("sgid-gx-wronly", "2777", Self.other, ">>", "777"),
+                ("sgid-no-gx-wronly", "2767", Self.other, ">>", "2767"),
+                ("suid-by-root", "4777", 0, ">>", "4777"),
+            ]
+            let made = try await Self.runAs(0, in: mount.path, cases.map { "echo a > \($0.0) && chmod \($0.1) \($0.0)" }.joined(separator: " && "))
+            #expect(made.ok, "\(made.summary)")
+            for (name, _, uid, redirect, after) in cases {
+                let wrote = try await Self.runAs(uid, in: mount.path, "echo more \(redirect) \(name)")
+                #expect(wrote.ok, "\(name): \(wrote.summary)")
+                #expect(Self.modeAndOwner(mount.at(name)).hasPrefix("\(after) "), "\(name): \(Self.modeAndOwner(mount.at(name)))")
+                let stored = try await gcs.resource("\(prefix)/\(name)")?["metadata"] as? [String: String]
+                #expect(stored?["goog-reserved-posix-mode"] == after, "\(name) as stored: \(String(describing: stored))")
+            }
+        }
+
+        // Checks semantics.md#shows-owners-permissions
         @Test("nested directories keep mode, owner and sticky bit after a remount and a TTL expiry, and the kernel enforces them")
         func nestedDirectoriesKeepTheirPermissions() async throws {
             let gcs = try DirectGCS.emulator()

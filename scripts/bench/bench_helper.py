@@ -30,6 +30,10 @@
       os.stat()s PATH COUNT times; prints stat() calls per second
   bench_helper.py count-items FILE...
       prints the number of items over the given JSON listing pages
+  bench_helper.py pwrite-new PATH MIB
+      writes MIB MiB into a new file at PATH in 1 MiB os.pwrite()s, then
+      deletes it; prints the seconds the writes took (what putting that many
+      bytes into new pages of the page cache costs at that moment)
   bench_helper.py round-trips RTT_MS START END LOG...
       prints how many round trips the delay proxies (scripts/bench/
       delay_proxy.py --log) saw a workload wait for between Unix times START
@@ -245,6 +249,21 @@ def round_trips(rtt_ms, start, end, logs):
     print(groups)
 
 
+def pwrite_new(path, mib):
+    piece = bytes(range(256)) * 4096
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        start = time.monotonic()
+        for i in range(int(mib)):
+            if os.pwrite(fd, piece, i << 20) != len(piece):
+                raise SystemExit("pwrite-new: short write")
+        elapsed = time.monotonic() - start
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    print(f"{elapsed:.3f}")
+
+
 def main(argv):
     if len(argv) < 2:
         raise SystemExit(__doc__)
@@ -275,6 +294,8 @@ def main(argv):
         statloop(*args)
     elif cmd == "count-items":
         count_items(args)
+    elif cmd == "pwrite-new":
+        pwrite_new(*args)
     elif cmd == "round-trips":
         round_trips(args[0], args[1], args[2], args[3:])
     else:

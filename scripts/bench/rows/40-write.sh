@@ -28,6 +28,7 @@ bench_row wbig_paired "the 256 MiB write against curl's media POST run just befo
 bench_row wbig_staged_overlap "the cp on that filesystem keeping each file on local disk too, beside curl's chunked media POST of the source file, until both end (MiB/s; curl does not wait for the cp's bytes, so no bound for a mount, curl column)"
 bench_row wbig_staged_stream "the cp on that filesystem staging each file on local disk and sending it from there as it is written, in one chunked media POST (libcurl), close waiting for the answer (MiB/s; the design bucketfs follows, in C with nothing else, curl column)"
 bench_row wbig_staged_paired "the 256 MiB write against that staging filesystem run just before it, round by round (median of the rounds' ratios; its rounds in brackets)"
+bench_row wbig_stage_probe "256 MiB written into a new local file in 1 MiB pwrites, right before each of bucketfs's rounds: the copy into new page-cache pages that staging costs at that moment (s; the median, the rounds in brackets, curl column)" s
 bench_row wsmall "300 files of 4 KiB into a new dir, until durable (files/s)"
 bench_row wsmall_http "HTTP requests per small file (of the 300)"
 bench_row wsmall_fuse "FUSE requests per small file (bash \`printf > f\`)"
@@ -370,6 +371,14 @@ fs_wbig() { # MP: cp of the 256 MiB file into the mount's root
             staged="$(cell_big "$staged")" || staged=""
         log "    just before: the staging C filesystem ${staged:-failed}"
     fi
+    if [[ "$CUR_COL" == bucketfs ]]; then
+        # The machine's price for fresh page-cache pages, on the disk the
+        # staged files are on (docs/performance.md, "Write-only handles")
+        local probe
+        probe="$(sync && "$PY" "$HELPER" pwrite-new "$WORK/stage-probe.bin" 256 2>>"$LOG")" || probe=""
+        log "    just before: 256 MiB into a new local file ${probe:-failed} s"
+        [[ -z "$probe" ]] || echo "$probe" >>"$WORK/wbig_stage_probe.$CUR_COL"
+    fi
     cpu="$(server_cpu_seconds)"
     mount_cpu="$(cpu_seconds_of "$CUR_PID")"
     r="$(durable object "$name" "$WORK/big.bin" --wait -- cp "$WORK/big.bin" "$mp/$name")"
@@ -489,6 +498,12 @@ write_fs() {
             [[ -n "${CELL[$paired,$col,$(cell_at)]}" ]] || set_cell "$paired" "$col" error
             rm -f "$WORK/$paired.$col"
         done
+        if [[ -f "$WORK/wbig_stage_probe.$col" ]]; then
+            log "    rounds of wbig_stage_probe: $(tr '\n' ' ' <"$WORK/wbig_stage_probe.$col")"
+            # curl column: a figure of the machine, as the floors are
+            set_cell wbig_stage_probe curl "$(median_line <"$WORK/wbig_stage_probe.$col") ($(sort -n "$WORK/wbig_stage_probe.$col" | paste -sd ' ' | sed 's/ /, /g'))"
+            rm -f "$WORK/wbig_stage_probe.$col"
+        fi
         MOUNTS+=("$WORK/mnt-trace") # mounted inside the measurement's subshell
         measure wsmall_fuse bucketfs fuse_requests_per_file
     fi
@@ -510,6 +525,8 @@ write_notes() {
     echo "as they land (pread) in one chunked media POST with libcurl, close waiting for the answer, timed as bucketfs;"
     echo "paired: in each of bucketfs's rounds curl's media POST and then that staging filesystem"
     echo "run right before the cp, and the cells are the medians of the rounds' bucketfs/curl and bucketfs/staging ratios;"
+    echo "new local file: bench_helper.py pwrite-new, 256 MiB in 1 MiB pwrites into a new file in the bench's directory (the"
+    echo "disk of the mounts' cache dirs), then deleted, right before each of bucketfs's cps;"
     echo "300 files: one bash process writing each file with the builtin printf (no fork per file) into a directory"
     echo "made just before, curl 300 media uploads from one process (--config, \`next\`); requests per file: what the"
     echo "emulator received during the timed command, besides the durability checks; FUSE requests per file: libfuse's"

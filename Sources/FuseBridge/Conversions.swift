@@ -48,3 +48,15 @@ func makeStatvfs(_ statistics: FilesystemStatistics) -> statvfs {
     buf.f_namemax = numericCast(statistics.maximumNameLength)
     return buf
 }
+
+/// The open handle of an open, opendir or create answer. Direct I/O only
+/// where the kernel keeps other handles' cached pages coherent with it
+/// (`BridgeContext.allowsDirectIO`).
+func makeFileInfo(_ open: OpenReply, allowsDirectIO: Bool) -> fuse_file_info {
+    var fi = fuse_file_info()
+    fi.fh = open.handle
+    fi.direct_io = open.directIO && allowsDirectIO ? 1 : 0
+    fi.keep_cache = open.keepCache ? 1 : 0
+    fi.cache_readdir = open.cacheDirectory ? 1 : 0
+    return fi
+}

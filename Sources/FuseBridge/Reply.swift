@@ -57,11 +57,7 @@ struct Reply: ~Copyable, Sendable {
     /// (the request was interrupted): then no release will follow, and the
     /// caller must release the handle itself.
     consuming func open(_ reply: OpenReply) -> Bool {
-        var fi = fuse_file_info()
-        fi.fh = reply.handle
-        fi.direct_io = reply.directIO && context.allowsDirectIO ? 1 : 0
-        fi.keep_cache = reply.keepCache ? 1 : 0
-        fi.cache_readdir = reply.cacheDirectory ? 1 : 0
+        var fi = makeFileInfo(reply, allowsDirectIO: context.allowsDirectIO)
         return send { fuse_reply_open($0, &fi) }
     }
 
@@ -69,10 +65,7 @@ struct Reply: ~Copyable, Sendable {
     /// kernel did not take them (then no release will follow).
     consuming func create(_ entry: EntryReply, _ open: OpenReply) -> Bool {
         var param = makeEntryParam(entry)
-        var fi = fuse_file_info()
-        fi.fh = open.handle
-        fi.direct_io = open.directIO && context.allowsDirectIO ? 1 : 0
-        fi.keep_cache = open.keepCache ? 1 : 0
+        var fi = makeFileInfo(open, allowsDirectIO: context.allowsDirectIO)
         return send { fuse_reply_create($0, &param, &fi) }
     }
 

@@ -34,6 +34,12 @@
       writes MIB MiB into a new file at PATH in 1 MiB os.pwrite()s, then
       deletes it; prints the seconds the writes took (what putting that many
       bytes into new pages of the page cache costs at that moment)
+  bench_helper.py touch-memory GIB
+      fills GIB GiB of new anonymous memory and frees it (exits); prints the
+      seconds the fill took. On a guest whose host takes back the pages it
+      reports free (virtio-balloon free page reporting), the next GIB GiB
+      the kernel hands out are then pages touched a moment ago, whatever ran
+      before: the bench runs it before a timing that allocates that much
   bench_helper.py round-trips RTT_MS START END LOG...
       prints how many round trips the delay proxies (scripts/bench/
       delay_proxy.py --log) saw a workload wait for between Unix times START
@@ -264,6 +270,14 @@ def pwrite_new(path, mib):
     print(f"{elapsed:.3f}")
 
 
+def touch_memory(gib):
+    start = time.monotonic()
+    filled = b"\x01" * (int(gib) << 30)  # one memset: every page written
+    elapsed = time.monotonic() - start
+    del filled
+    print(f"{elapsed:.3f}")
+
+
 def main(argv):
     if len(argv) < 2:
         raise SystemExit(__doc__)
@@ -296,6 +310,8 @@ def main(argv):
         count_items(args)
     elif cmd == "pwrite-new":
         pwrite_new(*args)
+    elif cmd == "touch-memory":
+        touch_memory(*args)
     elif cmd == "round-trips":
         round_trips(args[0], args[1], args[2], args[3:])
     else:

@@ -11,9 +11,9 @@
 # ago. How much of the latter there is depends on what ran before: a cp in
 # that left 1 GiB of the mount's page cache, freed at its unmount, made the
 # cp out after it 0.5-1 s faster than one that did not, with the same
-# reading code (docs/performance.md, "Memory"). So every timing of the group
-# starts right after 3 GiB of memory was filled and freed (settle_memory),
-# and what that took goes to the log.
+# reading code (docs/performance.md, "The cold cp out after a direct-I/O
+# cp in"). So every timing of the group starts right after 3 GiB of memory
+# was filled and freed (settle_memory), and what that took goes to the log.
 
 HUGE_MIB=1024
 HUGE_NAME=huge-1GiB.bin

@@ -6,6 +6,9 @@ import PackageDescription
 //   CFuse and CCurl are the C interop: only FuseBridge imports CFuse, only
 //   Transport imports CCurl. CChecksum is C of our own, CRC-32C with the
 //   CPU's instruction (Swift cannot emit it); only StorageKit imports it.
+//   CMappedBytes (on CChecksum) reads file mappings with a fault turned into
+//   an error (a SIGBUS handler, which Swift cannot write); only FSCore
+//   imports it, for the block cache's chunk files.
 //   bucketfs-csi -> CSIDriver (the Kubernetes CSI driver over gRPC) -> BucketFSCLI:
 //   a program of its own, so gRPC is never built into or loaded by `bucketfs`.
 let package = Package(
@@ -50,6 +53,7 @@ let package = Package(
             ]
         ),
         .target(name: "CChecksum"),
+        .target(name: "CMappedBytes", dependencies: ["CChecksum"]),
         .target(
             name: "StorageKit",
             dependencies: [
@@ -69,6 +73,7 @@ let package = Package(
             name: "FSCore",
             dependencies: [
                 "StorageKit",
+                "CMappedBytes",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "DequeModule", package: "swift-collections"),

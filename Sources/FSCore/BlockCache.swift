@@ -31,6 +31,13 @@ import Glibc
 ///   bytes. A payload is verified once per process, by the first read of
 ///   it (which reads the whole block, one pass); later reads fetch only
 ///   the bytes asked for. Blocks this process wrote need no check.
+/// - A read is served in place, from a mapping of the chunk file
+///   (`ChunkMappings`): the checksum runs over the page cache's pages
+///   and the returned Data points into them, so the reply is the only
+///   copy. The Data keeps its slot pinned (`BlockCacheIndex`) until it is
+///   gone, so no writer rewrites or punches the slot under it. Where the
+///   files cannot be mapped, and for reads of a few bytes, the bytes are
+///   copied out with `pread`, as before.
 /// - `store(blocks:of:)` hands blocks to a background writer; until they
 ///   land they are served from memory, so a read right after a download
 ///   never misses. It never waits: its callers are the transport's one
@@ -169,7 +176,62 @@ public final class BlockCache: Sendable {
         return data[(data.startIndex + range.lowerBound)..<(data.startIndex + range.upperBound)]
     }
 
+    /// Reads of fewer bytes than this are copied (`pread`) rather than
+    /// served in place: Data keeps a few bytes inline, copying them with
+    /// an unguarded load (see `ChunkMappings`).
+    static let smallestReadInPlace = 64
+
     private func readSlot(_ key: Key, range: Range<Int>, blockLength: Int) -> Data? {
+        guard range.count >= Self.smallestReadInPlace else { return readSlotCopied(key, range: range, blockLength: blockLength) }
+        enum Look { case hit(BlockCacheIndex.Entry), wrongLength(Int?), miss }
+        let look: Look = index.withLock { index in
+            guard let entry = index.lookUpPinned(key) else { return .miss }
+            guard entry.length == blockLength else {
+                _ = index.remove(key)  // nil: pinned, so held until the unpin
+                return .wrongLength(index.unpin(entry.slot))
+            }
+            return .hit(entry)
+        }
+        guard case .hit(let entry) = look else {
+            if case .wrongLength(let slot?) = look { punchAndFree([slot]) }
+            return nil
+        }
+        guard let payload = files.payloadInPlace(slot: entry.slot, range: 0..<blockLength) else {
+            unpin(entry.slot)
+            return readSlotCopied(key, range: range, blockLength: blockLength)
+        }
+        if !entry.verified {
+            // First read in this process: the whole payload, once, checked
+            // in place (nil: a page of it could not be read).
+            let intact = ChunkMappings.checksum(payload) == entry.checksum
+            index.withLock { index in
+                guard index.entries[key]?.slot == entry.slot else { return }
+                if intact {
+                    index.markVerified(key, slot: entry.slot)
+                } else {
+                    _ = index.remove(key)  // nil: pinned, so held until the unpin below
+                }
+            }
+            if !intact {
+                logger.debug("block cache: dropping unreadable or damaged block", metadata: ["block": "\(key)"])
+                unpin(entry.slot)
+                return nil
+            }
+        }
+        // The Data holds the slot pinned until its last copy is gone (the
+        // reply was written), so no writer changes the bytes under it.
+        let bytes = UnsafeMutableRawPointer(mutating: payload.baseAddress! + range.lowerBound)
+        return Data(bytesNoCopy: bytes, count: range.count, deallocator: .custom { [self] _, _ in unpin(entry.slot) })
+    }
+
+    /// A reader is done with `slot`'s bytes in place.
+    private func unpin(_ slot: Int) {
+        if let evicted = index.withLock({ $0.unpin(slot) }) { punchAndFree([evicted]) }
+    }
+
+    /// `readSlot` by copying the bytes out of the chunk file (`pread`):
+    /// small reads, and where the files cannot be mapped.
+    private func readSlotCopied(_ key: Key, range: Range<Int>, blockLength: Int) -> Data? {
         enum Look { case hit(BlockCacheIndex.Entry, UInt64), wrongLength(Int?), miss }
         let look: Look = index.withLock { index in
             guard let (entry, version) = index.lookUp(key) else { return .miss }

@@ -5,7 +5,10 @@
 /// punch afterwards.
 ///
 /// Invariants: a slot is in exactly one of `entries` (published), `free`,
-/// or in flight (taken by a writer or being punched; in neither);
+/// `held` (unpublished while readers still had it pinned), or in flight
+/// (taken by a writer or being punched; in none of them); a pinned slot
+/// is in `entries` or `held`, never written or punched: readers use its
+/// bytes in place (`ChunkMappings`);
 /// `used` is the sum of `extents`, the disk bytes each slot holds, of
 /// which `reclaiming` are in slots being punched (counted as gone when
 /// deciding what to evict, so concurrent writers do not evict twice for
@@ -41,6 +44,11 @@ struct BlockCacheIndex: Sendable {
     private var free: [Int] = []
     private var extents: [Int64] = []
     private var versions: [UInt64] = []
+    /// Readers using each slot's bytes in place, by slot.
+    private var pins: [Int: Int] = [:]
+    /// Slots that left `entries` while pinned: their last reader's
+    /// `unpin` hands them on to be punched and freed.
+    private var held: Set<Int> = []
     private(set) var used: Int64 = 0
     private var reclaiming: Int64 = 0
     /// The newest sequence number given to a write; slots found at start
@@ -64,7 +72,7 @@ struct BlockCacheIndex: Sendable {
         var holding = Set<Int>()
         var victims: [Int] = []
         for item in found.sorted(by: { $0.header.sequence < $1.header.sequence }) {
-            if entries[item.key] != nil { victims.append(evict(item.key)) }
+            if entries[item.key] != nil, let slot = evict(item.key) { victims.append(slot) }
             extents[item.slot] = ChunkFiles.cost(ofLength: item.header.payloadLength)
             used += extents[item.slot]
             entries[item.key] = Entry(slot: item.slot, length: item.header.payloadLength, checksum: item.header.checksum, verified: false)
@@ -73,7 +81,7 @@ struct BlockCacheIndex: Sendable {
             sequence = max(sequence, item.header.sequence)
         }
         while used - reclaiming > capacity || entries.count > maxBlocks, let oldest = lru.leastRecent {
-            victims.append(evict(oldest))
+            if let slot = evict(oldest) { victims.append(slot) }
         }
         // Lowest slots last: they are reused first, so the files fill
         // from the front.
@@ -97,25 +105,50 @@ struct BlockCacheIndex: Sendable {
         if entries[key]?.slot == slot { entries[key]?.verified = true }
     }
 
+    /// The entry of `key`, counted as a use, with its slot pinned: nothing
+    /// rewrites or punches the slot until `unpin`. Nil on a miss.
+    mutating func lookUpPinned(_ key: BlockCache.Key) -> Entry? {
+        guard let entry = entries[key] else { return nil }
+        lru.touch(key)
+        pins[entry.slot, default: 0] += 1
+        return entry
+    }
+
+    /// A reader is done with `slot`'s bytes. Returns the slot, to punch and
+    /// free, when it left `entries` while pinned and this was its last
+    /// reader.
+    mutating func unpin(_ slot: Int) -> Int? {
+        guard let count = pins[slot] else { preconditionFailure("slot \(slot) unpinned more often than pinned") }
+        guard count == 1 else {
+            pins[slot] = count - 1
+            return nil
+        }
+        pins[slot] = nil
+        return held.remove(slot)
+    }
+
+    func isPinned(_ slot: Int) -> Bool { pins[slot] != nil }
+
     /// Takes a slot for a block of `cost` disk bytes: the slot `key` is in
     /// now, else the least recent block's when the bounds are reached (its
     /// pages are overwritten, the cheapest write), else a free slot, else
     /// a new one. Evicts more blocks until `cost` fits. Nil when nothing
-    /// can be taken (every slot is in flight).
+    /// can be taken (every slot is in flight or pinned). A pinned slot is
+    /// never taken: its block is evicted instead, its slot held.
     mutating func reserve(_ key: BlockCache.Key, cost: Int64) -> Reservation? {
         var slot: Int?
-        if entries[key] != nil {
+        if let entry = entries[key], !isPinned(entry.slot) {
             slot = detach(key)
-        } else if used - reclaiming + cost > capacity || entries.count + 1 > maxBlocks, let oldest = lru.leastRecent {
-            slot = detach(oldest)
+        } else if used - reclaiming + cost > capacity || entries.count + 1 > maxBlocks, let oldest = takeLeastRecent() {
+            slot = oldest
         } else if let reused = free.popLast() {
             slot = reused
         } else if extents.count < maxBlocks {
             slot = extents.count
             extents.append(0)
             versions.append(0)
-        } else if let oldest = lru.leastRecent {
-            slot = detach(oldest)
+        } else {
+            slot = takeLeastRecent()
         }
         guard let slot else { return nil }
         let previous = extents[slot]
@@ -125,7 +158,7 @@ struct BlockCacheIndex: Sendable {
         extents[slot] = grown
         var victims: [Int] = []
         while used - reclaiming > capacity || entries.count + 1 > maxBlocks, let oldest = lru.leastRecent {
-            victims.append(evict(oldest))
+            if let victim = evict(oldest) { victims.append(victim) }
         }
         sequence += 1
         return Reservation(slot: slot, sequence: sequence, previousExtent: previous, victims: victims)
@@ -149,7 +182,8 @@ struct BlockCacheIndex: Sendable {
         return reservation.slot
     }
 
-    /// Drops `key` (its slot was damaged); returns the slot to punch.
+    /// Drops `key` (its slot was damaged); returns the slot to punch, nil
+    /// if there is none or readers hold it (`unpin` returns it then).
     mutating func remove(_ key: BlockCache.Key) -> Int? {
         entries[key] != nil ? evict(key) : nil
     }
@@ -172,11 +206,27 @@ struct BlockCacheIndex: Sendable {
         return entry.slot
     }
 
-    /// Unpublishes `key` for its slot to be punched.
-    private mutating func evict(_ key: BlockCache.Key) -> Int {
+    /// Unpublishes `key` for its slot to be punched: returns the slot, or
+    /// nil when it is pinned (held until its last reader is done).
+    private mutating func evict(_ key: BlockCache.Key) -> Int? {
         let slot = detach(key)
         reclaiming += extents[slot]
+        guard !isPinned(slot) else {
+            held.insert(slot)
+            return nil
+        }
         return slot
+    }
+
+    /// The least recent block's slot, unpublished for a writer; blocks
+    /// before it whose slots are pinned are evicted on the way. Nil when
+    /// no block is left.
+    private mutating func takeLeastRecent() -> Int? {
+        while let oldest = lru.leastRecent {
+            guard let entry = entries[oldest], isPinned(entry.slot) else { return detach(oldest) }
+            _ = evict(oldest)
+        }
+        return nil
     }
 
     private mutating func shrink(_ slot: Int, to extent: Int64) {

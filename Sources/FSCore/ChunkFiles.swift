@@ -33,11 +33,14 @@ final class ChunkFiles: Sendable {
     // Leaf lock; never held together with the index's. Only the opening
     // of a chunk file happens under it.
     private let descriptors = OrderedLock("block cache chunk files", [Int: Int32]())
+    /// Where slots are read in place; nil where that cannot run.
+    private let mappings: ChunkMappings?
 
-    init(directory: String, blockSize: Int) {
+    init(directory: String, blockSize: Int, readsInPlace: Bool = ChunkMappings.isAvailable) {
         self.directory = directory
         self.blockSize = blockSize
         self.slotStride = Int64(BlockFile.headerSize) + Self.pages(blockSize)
+        self.mappings = readsInPlace ? ChunkMappings(chunkLength: Int(slotStride) * Self.slotsPerChunk) : nil
     }
 
     deinit {
@@ -130,6 +133,20 @@ final class ChunkFiles: Sendable {
     func read(slot: Int, range: Range<Int>) -> Data? {
         guard let fd = descriptor(forSlot: slot, create: false) else { return nil }
         return BlockFile.readExactly(fd, count: range.count, at: offset(of: slot) + Int64(BlockFile.headerSize + range.lowerBound))
+    }
+
+    /// Bytes `range` of `slot`'s payload in place, in the chunk file's
+    /// mapping (`ChunkMappings`: touch them only through its guarded
+    /// functions or the kernel); nil where the file cannot be mapped.
+    /// The caller pins the slot while the bytes are in use.
+    func payloadInPlace(slot: Int, range: Range<Int>) -> UnsafeRawBufferPointer? {
+        guard let mappings, let fd = descriptor(forSlot: slot, create: false),
+            let base = mappings.base(ofChunk: slot / Self.slotsPerChunk, descriptor: fd)
+        else { return nil }
+        mappings.didServe(range.count)
+        // Within the mapping: the slot is in this chunk and `range` within
+        // its payload (the caller checks it against the block's length).
+        return UnsafeRawBufferPointer(start: base + Int(offset(of: slot)) + BlockFile.headerSize + range.lowerBound, count: range.count)
     }
 
     /// Gives the bytes of `slot` from `from` (an offset in the slot) to

@@ -112,15 +112,27 @@ final class FileReader: Sendable {
         // A cache writer far behind holds the reader back, and with it the
         // read-ahead, rather than let the blocks go uncached.
         await cache?.waitForWriter()
-        return Self.joined(pieces, count: wanted.count)
+        return try Self.joined(pieces, count: wanted.count)
     }
 
-    /// One piece as it is; several copied into one buffer.
-    private static func joined(_ pieces: [Data], count: Int) -> Data {
+    /// One piece as it is; several copied into one buffer. A piece may be
+    /// bytes of the block cache in place (`ChunkMappings`), so the copy is
+    /// a guarded one: a cache file cut short under the read is EIO (with
+    /// what went wrong), not the end of the mount.
+    private static func joined(_ pieces: [Data], count: Int) throws(StoreError) -> Data {
         if pieces.count == 1 { return pieces[0] }
-        var result = Data(capacity: count)
-        for piece in pieces { result.append(piece) }
-        return result
+        guard let (buffer, size) = ReadBuffers.shared.allocate(count) else { throw .other("no memory to join a read of \(count) bytes") }
+        var filled = 0
+        for piece in pieces {
+            let copied = piece.withUnsafeBytes { ChunkMappings.copy($0, to: buffer + filled) }
+            guard copied else {
+                ReadBuffers.shared.release(buffer, size)
+                throw .other("a block cache file could not be read (cut short or a disk error)")
+            }
+            filled += piece.count
+        }
+        // The Data owns the buffer from here.
+        return ReadBuffers.shared.data(owning: buffer, count: filled, size: size)
     }
 
     /// Drops every buffer (the file was released).
@@ -326,7 +338,7 @@ final class FileReader: Sendable {
             pieces.append(data[(data.startIndex + from)..<(data.startIndex + to)])
             block = runEnd + 1
         }
-        return Self.joined(pieces, count: range.count)
+        return try Self.joined(pieces, count: range.count)
     }
 
     /// One ranged download of the pinned generation; all or an error.

@@ -214,17 +214,23 @@ public final class BlockCache: Sendable {
             }
             if !intact {
                 logger.debug("block cache: dropping unreadable or damaged block", metadata: ["block": "\(key)"])
-                unpin(entry.slot)
+                finishedInPlace(entry.slot, count: blockLength)
                 return nil
             }
         }
         // The Data holds the slot pinned until its last copy is gone (the
         // reply was written), so no writer changes the bytes under it.
         let bytes = UnsafeMutableRawPointer(mutating: payload.baseAddress! + range.lowerBound)
-        return Data(bytesNoCopy: bytes, count: range.count, deallocator: .custom { [self] _, _ in unpin(entry.slot) })
+        let touched = entry.verified ? range.count : blockLength
+        return Data(bytesNoCopy: bytes, count: range.count, deallocator: .custom { [self] _, _ in finishedInPlace(entry.slot, count: touched) })
     }
 
-    /// A reader is done with `slot`'s bytes in place.
+    /// A reader is done with `count` bytes of `slot` in place.
+    private func finishedInPlace(_ slot: Int, count: Int) {
+        files.finishedInPlace(slot: slot, count: count)
+        unpin(slot)
+    }
+
     private func unpin(_ slot: Int) {
         if let evicted = index.withLock({ $0.unpin(slot) }) { punchAndFree([evicted]) }
     }

@@ -143,10 +143,14 @@ final class ChunkFiles: Sendable {
         guard let mappings, let fd = descriptor(forSlot: slot, create: false),
             let base = mappings.base(ofChunk: slot / Self.slotsPerChunk, descriptor: fd)
         else { return nil }
-        mappings.didServe(range.count)
         // Within the mapping: the slot is in this chunk and `range` within
         // its payload (the caller checks it against the block's length).
         return UnsafeRawBufferPointer(start: base + Int(offset(of: slot)) + BlockFile.headerSize + range.lowerBound, count: range.count)
+    }
+
+    /// A read of `count` bytes of `slot` in place is done with them.
+    func finishedInPlace(slot: Int, count: Int) {
+        mappings?.finishedReading(chunk: slot / Self.slotsPerChunk, count: count)
     }
 
     /// Gives the bytes of `slot` from `from` (an offset in the slot) to

@@ -15,14 +15,15 @@ import Glibc
 /// took the mount's CPU from 16-17 ticks to 11-14 (alternating rounds).
 ///
 /// - Pages a read touched stay in the process's page tables, and so in
-///   its RSS, until unmapped. Every `dropEvery` bytes served, the mappings
-///   are dropped from the page tables (`MADV_DONTNEED`; for a shared file
-///   mapping the pages stay in the page cache, and a later touch maps
-///   them again), so the mount's RSS does not grow with its cache. In a
-///   re-read of 1 GiB from the cache the mount's peak RSS went from 106
-///   to 137 MiB with drops every 16 MiB (173 MiB every 64 MiB), and back
-///   to 109 MiB after it. Dropping after every read instead (one
-///   `madvise` per block) cost most of the gain, in TLB flushes.
+///   its RSS, until unmapped. Every `dropEvery` bytes read, the chunks
+///   read since the last drop are dropped from the page tables
+///   (`MADV_DONTNEED`; for a shared file mapping the pages stay in the
+///   page cache, and a later touch maps them again), so the mount's RSS
+///   does not grow with its cache. A re-read of 1 GiB from the cache took
+///   the mount's peak RSS from 106 to 114 MiB, and left it where it was
+///   (109 MiB) with drops every 4 MiB; every 64 MiB, to 173 MiB. Dropping
+///   after every read instead (one `madvise` per block) cost most of the
+///   gain, in TLB flushes.
 /// - A page that cannot be read (the file cut short under the mapping by
 ///   someone else, a failing disk) raises SIGBUS where `pread` returned
 ///   an error. Bytes of a mapping are therefore touched in user space
@@ -36,10 +37,17 @@ final class ChunkMappings: Sendable {
     /// Bytes of every chunk file (each is made at its full size).
     let chunkLength: Int
     let dropEvery: Int
-    /// Chunk number to the address of its mapping (as an integer: an
-    /// address is not Sendable, and the mapping lives as long as `self`).
+    // Addresses are kept as integers: an address is not Sendable, and a
+    // mapping lives as long as `self`.
+    private struct Mapped {
+        /// Chunk number to the address of its mapping.
+        var addresses: [Int: UInt] = [:]
+        /// Chunks read since the last drop: only their page tables hold
+        /// anything to drop.
+        var touched: Set<Int> = []
+    }
     /// Leaf lock; held only to look up or record a mapping.
-    private let mappings = OrderedLock("block cache chunk mappings", [Int: UInt]())
+    private let mapped = OrderedLock("block cache chunk mappings", Mapped())
     private let served = Atomic<Int>(0)
 
     /// Whether reads in place can run here: the guarded checksum needs the
@@ -47,7 +55,7 @@ final class ChunkMappings: Sendable {
     /// handler (once).
     static let isAvailable: Bool = bucketfs_mapped_available() != 0
 
-    init(chunkLength: Int, dropEvery: Int = 16 << 20) {
+    init(chunkLength: Int, dropEvery: Int = 4 << 20) {
         self.chunkLength = chunkLength
         self.dropEvery = dropEvery
     }
@@ -55,33 +63,42 @@ final class ChunkMappings: Sendable {
     deinit {
         // No bytes of a mapping are in use any more: every in-place Data
         // holds the cache (and so `self`) alive.
-        for address in mappings.withLock({ Array($0.values) }) {
+        for address in mapped.withLock({ Array($0.addresses.values) }) {
             munmap(UnsafeMutableRawPointer(bitPattern: address), chunkLength)
         }
     }
 
     /// The start of chunk `chunk`'s mapping, made from `descriptor` if
-    /// there is none yet; nil where the file cannot be mapped.
+    /// there is none yet; nil where the file cannot be mapped. Say
+    /// `finishedReading` once the bytes read from it are no longer in use.
     func base(ofChunk chunk: Int, descriptor: Int32) -> UnsafeRawPointer? {
-        if let address = mappings.withLock({ $0[chunk] }) { return UnsafeRawPointer(bitPattern: address) }
+        if let address = mapped.withLock({ $0.addresses[chunk] }) { return UnsafeRawPointer(bitPattern: address) }
         guard let made = mmap(nil, chunkLength, PROT_READ, MAP_SHARED, descriptor, 0), made != MAP_FAILED else { return nil }
-        let address = UInt(bitPattern: made)
-        let kept = mappings.withLock { mappings -> UInt in
-            if let raced = mappings[chunk] { return raced }
-            mappings[chunk] = address
-            return address
+        let kept = mapped.withLock { mapped -> UInt in
+            if let raced = mapped.addresses[chunk] { return raced }
+            mapped.addresses[chunk] = UInt(bitPattern: made)
+            return UInt(bitPattern: made)
         }
         // Another reader mapped it first: keep theirs.
-        if kept != address { munmap(made, chunkLength) }
+        if kept != UInt(bitPattern: made) { munmap(made, chunkLength) }
         return UnsafeRawPointer(bitPattern: kept)
     }
 
-    /// Counts `count` bytes served from the mappings, dropping them from
-    /// the page tables each time `dropEvery` more have been.
-    func didServe(_ count: Int) {
+    /// A read of `count` bytes of chunk `chunk` is done with them (its
+    /// pages were touched by now). Each time `dropEvery` more bytes have
+    /// been read, the chunks read since the last time are dropped from the
+    /// page tables. Counted when a read ends, not when it starts: a chunk
+    /// counted at the start would be forgotten by a drop that came while
+    /// its read still touched pages.
+    func finishedReading(chunk: Int, count: Int) {
         let total = served.add(count, ordering: .relaxed).newValue
-        guard total / dropEvery != (total - count) / dropEvery else { return }
-        for address in mappings.withLock({ Array($0.values) }) {
+        let due = mapped.withLock { mapped -> [UInt] in
+            mapped.touched.insert(chunk)
+            guard total / dropEvery != (total - count) / dropEvery else { return [] }
+            defer { mapped.touched.removeAll(keepingCapacity: true) }
+            return mapped.touched.compactMap { mapped.addresses[$0] }
+        }
+        for address in due {
             // Harmless for bytes in use: a touch maps the page again.
             madvise(UnsafeMutableRawPointer(bitPattern: address), chunkLength, MADV_DONTNEED)
         }

@@ -49,6 +49,9 @@ final class ChunkMappings: Sendable {
     /// Leaf lock; held only to look up or record a mapping.
     private let mapped = OrderedLock("block cache chunk mappings", Mapped())
     private let served = Atomic<Int>(0)
+    /// The most a page fault maps of a file mapping: the kernel's default
+    /// `fault_around_bytes`.
+    static let faultAround = 64 << 10
 
     /// Whether reads in place can run here: the guarded checksum needs the
     /// CPU's CRC-32C instruction and a SIGBUS handler. Asking installs the
@@ -91,10 +94,15 @@ final class ChunkMappings: Sendable {
     /// counted at the start would be forgotten by a drop that came while
     /// its read still touched pages.
     func finishedReading(chunk: Int, count: Int) {
-        let total = served.add(count, ordering: .relaxed).newValue
+        // What a read of `count` bytes may have mapped: a fault maps the
+        // 64 KiB around the page (the kernel's fault-around), so 4 KiB
+        // reads counted as 4 KiB left 16 times that mapped (in the bench's
+        // cached random reads, the mount's peak RSS rose by 170 MiB).
+        let span = (count + 2 * Self.faultAround - 1) / Self.faultAround * Self.faultAround
+        let total = served.add(span, ordering: .relaxed).newValue
         let due = mapped.withLock { mapped -> [UInt] in
             mapped.touched.insert(chunk)
-            guard total / dropEvery != (total - count) / dropEvery else { return [] }
+            guard total / dropEvery != (total - span) / dropEvery else { return [] }
             defer { mapped.touched.removeAll(keepingCapacity: true) }
             return mapped.touched.compactMap { mapped.addresses[$0] }
         }

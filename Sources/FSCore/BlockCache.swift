@@ -163,7 +163,10 @@ public final class BlockCache: Sendable {
     }
 
     /// Bytes `range` of block `key`, whose full length is `blockLength`;
-    /// nil on a miss. Counts as a use for LRU.
+    /// nil on a miss. Counts as a use for LRU. The bytes may be the cache
+    /// file's own pages (a read in place): hand them to the kernel, or
+    /// copy them with `ChunkMappings.copy`, which survives a file cut
+    /// short under them; a plain load from them would not.
     public func read(_ key: Key, range: Range<Int>, blockLength: Int) -> Data? {
         precondition(range.lowerBound >= 0 && range.upperBound <= blockLength)
         let found = queued(key, range: range, blockLength: blockLength) ?? readSlot(key, range: range, blockLength: blockLength)
